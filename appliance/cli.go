@@ -1,0 +1,117 @@
+package appliance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+
+	"github.com/urfave/cli/v2"
+
+	"kernelbox/problems"
+)
+
+// Exit statuses of the kernelbox command.
+const (
+	ExitOK     = 0 // done; for eval, the submission passed
+	ExitFailed = 1 // the submission failed (or a fixture check went wrong)
+	ExitUsage  = 2 // bad usage, a bad problem, or the evaluation could not run
+)
+
+// ExitError carries the process exit status out of a command, so main can
+// exit once with it.
+type ExitError struct {
+	Code int
+	Err  error // nil when the status alone says it (a failed submission)
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+func usageError(format string, args ...any) error {
+	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
+}
+
+// ExitCode maps an error returned by the app to a process exit status.
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return ee.Code
+	}
+	return ExitUsage
+}
+
+// Version is set at build time with -ldflags "-X kernelbox/appliance.Version=...".
+var Version = ""
+
+func version() string {
+	if Version != "" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// NewApp builds the kernelbox command line. It writes only to stdout and
+// stderr, and never exits the process.
+func NewApp(stdout, stderr io.Writer, logger *slog.Logger) *cli.App {
+	app := &cli.App{
+		Name:      "kernelbox",
+		Usage:     "a self-hosted GPU-kernel competition box",
+		Version:   version(),
+		Writer:    stdout,
+		ErrWriter: stderr,
+		// urfave's default handler calls os.Exit; main exits once instead.
+		ExitErrHandler: func(*cli.Context, error) {},
+		Commands: []*cli.Command{
+			evalCommand(),
+			problemsCommand(),
+		},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return &ExitError{Code: ExitUsage, Err: err}
+		},
+	}
+	app.Metadata = map[string]any{"logger": logger}
+	return app
+}
+
+// Run runs the command line with args (args[0] is the program name).
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return NewApp(stdout, stderr, logger).RunContext(ctx, args)
+}
+
+var pythonFlag = &cli.StringFlag{
+	Name:    "python",
+	Usage:   "the Python interpreter for the harness (default: the first python3 on PATH that imports torch)",
+	EnvVars: []string{"KERNELBOX_PYTHON"},
+}
+
+func findPython(c *cli.Context) (*problems.Interpreter, error) {
+	var explicit []string
+	if p := c.String("python"); p != "" {
+		it, err := problems.ProbePython(c.Context, p)
+		if err != nil {
+			return nil, usageError("--python %s: cannot import torch: %v", p, err)
+		}
+		return it, nil
+	}
+	it, err := problems.FindPython(c.Context, problems.PythonCandidates(explicit...))
+	if err != nil {
+		return nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("%w\ninstall PyTorch (on Debian: apt-get install python3-torch, or run packaging/setup.sh) or pass --python", err)}
+	}
+	return it, nil
+}

@@ -1,0 +1,263 @@
+package appliance
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"kernelbox/problems"
+)
+
+// maxSubmissionBytes matches KernelBot's upload cap.
+const maxSubmissionBytes = 1_000_000
+
+func evalCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "eval",
+		Usage:     "evaluate a submission locally, without sandbox or daemon",
+		ArgsUsage: "SUBMISSION",
+		Description: "Runs the problem's harness on this machine: the contestant's and the problem author's\n" +
+			"local loop. Exit status: 0 passed, 1 the submission failed, 2 usage or problem errors.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "problem", Aliases: []string{"p"}, Required: true, Usage: "problem directory, or the name of a bundled problem"},
+			&cli.StringFlag{Name: "mode", Aliases: []string{"m"}, Value: "test", Usage: "test, benchmark, leaderboard or profile"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON document instead of a table"},
+			&cli.StringFlag{Name: "seed", Usage: "a secret seed, as a private run would get (POPCORN_SEED)"},
+			&cli.BoolFlag{Name: "keep", Usage: "keep the work directory and print where it is"},
+			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show the harness's stdout and stderr"},
+			pythonFlag,
+		},
+		Action: runEval,
+	}
+}
+
+// evalJSON is the document --json prints.
+type evalJSON struct {
+	*problems.Report
+	Submission string                `json:"submission"`
+	Python     *problems.Interpreter `json:"python"`
+	WorkDir    string                `json:"work_dir,omitempty"`
+}
+
+func runEval(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageError("eval: give exactly one SUBMISSION file (got %d arguments)", c.NArg())
+	}
+	mode, err := problems.ParseMode(c.String("mode"))
+	if err != nil {
+		return usageError("eval: %v", err)
+	}
+	var seed *int64
+	if s := c.String("seed"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			return usageError("eval: --seed must be a non-negative integer, got %q", s)
+		}
+		seed = &n
+	}
+	subPath := c.Args().First()
+	sub, err := readSubmission(subPath)
+	if err != nil {
+		return &ExitError{Code: ExitUsage, Err: err}
+	}
+
+	scratch, err := os.MkdirTemp("", "kernelbox-eval-")
+	if err != nil {
+		return usageError("eval: %v", err)
+	}
+	keep := c.Bool("keep")
+	if !keep {
+		defer os.RemoveAll(scratch)
+	}
+	dir, err := problems.ResolveProblem(c.String("problem"), scratch)
+	if err != nil {
+		return &ExitError{Code: ExitUsage, Err: err}
+	}
+	task, err := problems.LoadTask(dir)
+	if err != nil {
+		return &ExitError{Code: ExitUsage, Err: err}
+	}
+	if want := task.SubmissionFile(); filepath.Ext(want) != filepath.Ext(subPath) {
+		return usageError("eval: %s takes a %s file (it becomes %s), got %s", task.Name, filepath.Ext(want), want, subPath)
+	}
+	it, err := findPython(c)
+	if err != nil {
+		return err
+	}
+	if !task.RunsOn(it.Device) && it.Device == "cpu" {
+		return usageError("eval: %s does not run on the CPU backend (its gpus: %s)", task.Name, strings.Join(task.GPUs, ", "))
+	}
+	work := filepath.Join(scratch, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		return usageError("eval: %v", err)
+	}
+	rep, err := problems.Evaluate(c.Context, problems.ExecLauncher{}, task, problems.EvalOptions{
+		Mode: mode, Python: it.Path, Device: it.Device, Seed: seed, Env: os.Environ(), WorkDir: work, Submission: sub,
+	})
+	if err != nil {
+		return &ExitError{Code: ExitUsage, Err: err}
+	}
+	w := c.App.Writer
+	if c.Bool("json") {
+		doc := evalJSON{Report: rep, Submission: subPath, Python: it}
+		if keep {
+			doc.WorkDir = work
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(doc); err != nil {
+			return usageError("eval: %v", err)
+		}
+	} else {
+		fmt.Fprintf(w, "problem %s · mode %s · device %s · python %s (torch %s)\n", task.Name, mode, it.Device, it.Path, it.Torch)
+		writeReport(w, rep, c.Bool("verbose"))
+		if keep {
+			fmt.Fprintf(w, "work directory: %s\n", work)
+		}
+	}
+	if !rep.Passed {
+		return &ExitError{Code: ExitFailed}
+	}
+	return nil
+}
+
+func readSubmission(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("submission: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("submission %s: not a regular file", path)
+	}
+	if st.Size() > maxSubmissionBytes {
+		return nil, fmt.Errorf("submission %s: %d bytes, more than the %d allowed", path, st.Size(), maxSubmissionBytes)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("submission: %w", err)
+	}
+	if len(data) == 0 {
+		return nil, fmt.Errorf("submission %s: the file is empty", path)
+	}
+	if !isUTF8(data) {
+		return nil, errors.New("submission " + path + ": not UTF-8 text")
+	}
+	return data, nil
+}
+
+func isUTF8(b []byte) bool { return strings.ToValidUTF8(string(b), "\uFFFD") == string(b) }
+
+// writeReport prints the human-readable table of an evaluation.
+func writeReport(w io.Writer, rep *problems.Report, verbose bool) {
+	for _, ph := range rep.Phases {
+		verdict := "pass"
+		if !ph.Passed {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(w, "\n%s: %s  (%s)\n", ph.Name, verdict, ph.Wall.Round(10*time.Millisecond))
+		if ph.Result != nil {
+			for _, t := range ph.Result.Tests {
+				mark := "✓"
+				if !t.Passed() {
+					mark = "✗"
+				}
+				fmt.Fprintf(w, "  %s test %-2d %s\n", mark, t.Index, t.Spec)
+				for _, line := range detailLines(t.Error, t.Message, t.Passed(), verbose) {
+					fmt.Fprintf(w, "        %s\n", line)
+				}
+			}
+			for _, b := range ph.Result.Benchmarks {
+				switch {
+				case b.Error != "" || b.Status == "fail":
+					fmt.Fprintf(w, "  ✗ bench %-2d %s\n", b.Index, b.Spec)
+					for _, line := range detailLines(b.Error, "", false, verbose) {
+						fmt.Fprintf(w, "        %s\n", line)
+					}
+				case b.Report != "":
+					fmt.Fprintf(w, "  bench %-2d %s\n%s\n", b.Index, b.Spec, indent(decodeReport(b.Report), "    "))
+				default:
+					rel := 0.0
+					if b.Mean > 0 {
+						rel = 100 * b.Err / b.Mean
+					}
+					fmt.Fprintf(w, "  bench %-2d %-40s mean %10s ± %.2f%%  best %10s  worst %10s  runs %d\n",
+						b.Index, b.Spec, formatNS(b.Mean), rel, formatNS(b.Best), formatNS(b.Worst), b.Runs)
+				}
+			}
+		}
+		if !ph.Passed {
+			fmt.Fprintf(w, "  reason: %s\n", ph.Reason)
+		}
+		if verbose || (!ph.Passed && ph.Result == nil) {
+			if s := strings.TrimSpace(ph.Stdout); s != "" {
+				fmt.Fprintf(w, "  stdout:\n%s\n", indent(tail(s, 40), "    "))
+			}
+			if s := strings.TrimSpace(ph.Stderr); s != "" {
+				fmt.Fprintf(w, "  stderr:\n%s\n", indent(tail(s, 40), "    "))
+			}
+		}
+	}
+	fmt.Fprintln(w)
+	if rep.Score != nil {
+		fmt.Fprintf(w, "score: %s (%s of %d benchmark means)\n", formatNS(*rep.Score*1e9), rep.RankingBy, len(rep.Benchmarks))
+	}
+	if rep.Passed {
+		fmt.Fprintln(w, "PASSED")
+	} else {
+		fmt.Fprintf(w, "FAILED: %s\n", rep.Reason)
+	}
+}
+
+func detailLines(errText, msg string, passed, verbose bool) []string {
+	text := errText
+	if text == "" {
+		text = msg
+	}
+	text = strings.TrimSpace(text)
+	if text == "" || (passed && !verbose) {
+		return nil
+	}
+	lines := strings.Split(text, "\n")
+	if !verbose && len(lines) > 12 {
+		lines = append([]string{"..."}, lines[len(lines)-12:]...)
+	}
+	return lines
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = append([]string{"..."}, lines[len(lines)-n:]...)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func indent(s, prefix string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i := range lines {
+		lines[i] = prefix + lines[i]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// formatNS prints a duration given in nanoseconds with three significant
+// digits in the unit that suits it.
+func formatNS(ns float64) string {
+	switch {
+	case ns >= 1e9:
+		return fmt.Sprintf("%.3f s", ns/1e9)
+	case ns >= 1e6:
+		return fmt.Sprintf("%.3f ms", ns/1e6)
+	case ns >= 1e3:
+		return fmt.Sprintf("%.3f µs", ns/1e3)
+	}
+	return fmt.Sprintf("%.0f ns", ns)
+}

@@ -1,0 +1,187 @@
+package appliance
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"kernelbox/problems"
+)
+
+func problemsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "problems",
+		Usage: "work with problem directories and the bundled library",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "check",
+				Usage:     "validate problems and run their fixtures (correct must pass, wrong must fail)",
+				ArgsUsage: "DIR|COMPETITION.yaml|NAME...",
+				Flags: []cli.Flag{
+					pythonFlag,
+					&cli.BoolFlag{Name: "no-rank", Usage: "run only the tests, not a leaderboard run of the first correct fixture"},
+					&cli.BoolFlag{Name: "json", Usage: "print the results as JSON"},
+				},
+				Action: runCheck,
+			},
+			{
+				Name:  "list",
+				Usage: "list the bundled problems",
+				Action: func(c *cli.Context) error {
+					for _, name := range problems.LibraryNames() {
+						fmt.Fprintln(c.App.Writer, name)
+					}
+					return nil
+				},
+			},
+			{
+				Name:      "export",
+				Usage:     "write the bundled library (problems, harness, competition file) into DIR",
+				ArgsUsage: "DIR",
+				Action: func(c *cli.Context) error {
+					if c.NArg() != 1 {
+						return usageError("problems export: give one DIR")
+					}
+					if err := problems.ExportLibrary(c.Args().First()); err != nil {
+						return &ExitError{Code: ExitUsage, Err: err}
+					}
+					fmt.Fprintf(c.App.Writer, "wrote %d problems to %s\n", len(problems.LibraryNames()), c.Args().First())
+					return nil
+				},
+			},
+		},
+	}
+}
+
+// loadTargets expands check arguments into tasks: a problem directory, a
+// competition file (all its problems) or a bundled problem's name.
+func loadTargets(args []string, scratch string) ([]*problems.Task, error) {
+	var tasks []*problems.Task
+	var errs []error
+	for _, a := range args {
+		if st, err := os.Stat(a); err == nil && !st.IsDir() {
+			comp, err := problems.LoadCompetition(a)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			for _, p := range comp.Problems {
+				tasks = append(tasks, p.Task)
+			}
+			continue
+		}
+		dir, err := problems.ResolveProblem(a, filepath.Join(scratch, fmt.Sprintf("lib%d", len(tasks))))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		t, err := problems.LoadTask(dir)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		tasks = append(tasks, t)
+	}
+	return tasks, errors.Join(errs...)
+}
+
+func runCheck(c *cli.Context) error {
+	if c.NArg() == 0 {
+		return usageError("problems check: give at least one problem directory, competition file or bundled problem name")
+	}
+	scratch, err := os.MkdirTemp("", "kernelbox-check-")
+	if err != nil {
+		return usageError("problems check: %v", err)
+	}
+	defer os.RemoveAll(scratch)
+	tasks, err := loadTargets(c.Args().Slice(), scratch)
+	w := c.App.Writer
+	if err != nil {
+		return &ExitError{Code: ExitUsage, Err: err}
+	}
+	it, err := findPython(c)
+	if err != nil {
+		return err
+	}
+	failed := false
+	all := map[string][]problems.FixtureResult{}
+	for _, t := range tasks {
+		if !c.Bool("json") {
+			fmt.Fprintf(w, "%s: task.yml valid (%d tests, %d benchmarks, ranking_by %s)\n", t.Name, len(t.Tests), len(t.Benchmarks), t.RankingBy)
+			for _, warn := range t.Warnings {
+				fmt.Fprintf(w, "  warning: %s\n", warn)
+			}
+		}
+		if !t.RunsOn(it.Device) {
+			if !c.Bool("json") {
+				fmt.Fprintf(w, "  skipped: does not run on %s (gpus: %s)\n", it.Device, strings.Join(t.GPUs, ", "))
+			}
+			continue
+		}
+		results, err := problems.CheckProblem(c.Context, problems.ExecLauncher{}, t, problems.CheckOptions{
+			Python: it, Env: os.Environ(), Scratch: scratch, RankCorrect: !c.Bool("no-rank"),
+		})
+		if err != nil {
+			return &ExitError{Code: ExitUsage, Err: err}
+		}
+		all[t.Name] = results
+		for _, r := range results {
+			if !r.OK {
+				failed = true
+			}
+			if c.Bool("json") {
+				continue
+			}
+			label := problems.FixtureLabel(r.Path)
+			switch {
+			case r.Skipped != "":
+				fmt.Fprintf(w, "  - %-40s %-11s skipped: %s\n", label, r.Mode, r.Skipped)
+			case r.OK:
+				extra := ""
+				if r.Report.Score != nil {
+					extra = "score " + formatNS(*r.Report.Score*1e9)
+				} else if !r.Report.Passed {
+					extra = "failed as it should: " + firstLineOf(r.Report.Reason)
+				}
+				fmt.Fprintf(w, "  ✓ %-40s %-11s %s\n", label, r.Mode, extra)
+			default:
+				fmt.Fprintf(w, "  ✗ %-40s %-11s %s\n", label, r.Mode, r.Problems)
+			}
+		}
+	}
+	if c.Bool("json") {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(all); err != nil {
+			return usageError("problems check: %v", err)
+		}
+	}
+	if failed {
+		return &ExitError{Code: ExitFailed, Err: errors.New("problems check: some fixtures did not behave as they should")}
+	}
+	return nil
+}
+
+func firstLineOf(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	if len(s) > 160 {
+		return s[:160] + "..."
+	}
+	return s
+}
+
+func decodeReport(b64 string) string {
+	data, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return b64
+	}
+	return string(data)
+}

@@ -1,0 +1,114 @@
+package problems
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// FixtureResult is the outcome of one fixture of a problem check.
+type FixtureResult struct {
+	Path     string  `json:"path"`
+	Want     string  `json:"want"` // pass or fail
+	Mode     Mode    `json:"mode"`
+	Skipped  string  `json:"skipped,omitempty"` // why it did not run
+	Report   *Report `json:"report,omitempty"`
+	OK       bool    `json:"ok"`                 // the outcome was the wanted one
+	Problems string  `json:"problems,omitempty"` // what went against the wish
+}
+
+// CheckOptions configure CheckProblem.
+type CheckOptions struct {
+	Python  *Interpreter
+	Env     []string
+	Scratch string // a directory for work directories; the caller removes it
+	// RankCorrect also runs the first correct fixture in leaderboard mode, so
+	// the benchmarks and the score are exercised, not only the tests.
+	RankCorrect bool
+}
+
+var requiresRE = regexp.MustCompile(`^\s*(?:#|//)\s*kernelbox:\s*requires\s+([A-Za-z0-9_]+)\s*$`)
+
+// FixtureRequires reads a fixture's "# kernelbox: requires cuda" line, for
+// fixtures that only run on a GPU (Triton, CUDA). It returns "" for none.
+func FixtureRequires(src []byte) string {
+	sc := bufio.NewScanner(bytes.NewReader(src))
+	for n := 0; sc.Scan() && n < 20; n++ {
+		if m := requiresRE.FindStringSubmatch(sc.Text()); m != nil {
+			return m[1]
+		}
+	}
+	return ""
+}
+
+// CheckProblem runs every fixture of a problem: correct ones must pass the
+// tests (and the first one, with RankCorrect, a leaderboard run), wrong ones
+// must fail them. The error is for a check that could not be carried out.
+func CheckProblem(ctx context.Context, l Launcher, t *Task, opts CheckOptions) ([]FixtureResult, error) {
+	fx, err := t.FindFixtures()
+	if err != nil {
+		return nil, err
+	}
+	if len(fx.Correct) == 0 || len(fx.Wrong) == 0 {
+		return nil, fmt.Errorf("check %s: needs at least one fixture in solutions/correct and one in solutions/wrong: %w", t.Name, ErrInvalid)
+	}
+	type job struct {
+		path, want string
+		mode       Mode
+	}
+	var jobs []job
+	for i, p := range fx.Correct {
+		jobs = append(jobs, job{p, "pass", ModeTest})
+		if i == 0 && opts.RankCorrect {
+			jobs = append(jobs, job{p, "pass", ModeLeaderboard})
+		}
+	}
+	for _, p := range fx.Wrong {
+		jobs = append(jobs, job{p, "fail", ModeTest})
+	}
+	var out []FixtureResult
+	for n, j := range jobs {
+		fr := FixtureResult{Path: j.path, Want: j.want, Mode: j.mode}
+		src, err := os.ReadFile(j.path)
+		if err != nil {
+			return nil, fmt.Errorf("check %s: %w", t.Name, err)
+		}
+		dev := opts.Python.Device
+		if req := FixtureRequires(src); req != "" && req != dev {
+			fr.Skipped = fmt.Sprintf("requires %s, this backend is %s", req, dev)
+			fr.OK = true
+			out = append(out, fr)
+			continue
+		}
+		work := filepath.Join(opts.Scratch, fmt.Sprintf("%s-%d", t.Name, n))
+		if err := os.MkdirAll(work, 0o755); err != nil {
+			return nil, fmt.Errorf("check %s: %w", t.Name, err)
+		}
+		rep, err := Evaluate(ctx, l, t, EvalOptions{Mode: j.mode, Python: opts.Python.Path, Device: dev,
+			Env: opts.Env, WorkDir: work, Submission: src})
+		if err != nil {
+			return nil, fmt.Errorf("check %s fixture %s: %w", t.Name, filepath.Base(j.path), err)
+		}
+		fr.Report = rep
+		fr.OK = rep.Passed == (j.want == "pass")
+		if !fr.OK {
+			if j.want == "pass" {
+				fr.Problems = "should pass but failed: " + rep.Reason
+			} else {
+				fr.Problems = "should fail but passed"
+			}
+		}
+		out = append(out, fr)
+	}
+	return out, nil
+}
+
+// FixtureLabel names a fixture by its kind and file, for listings.
+func FixtureLabel(path string) string {
+	return filepath.Base(filepath.Dir(path)) + "/" + strings.TrimSpace(filepath.Base(path))
+}

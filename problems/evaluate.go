@@ -1,0 +1,325 @@
+package problems
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Mode is what an evaluation does with a submission.
+type Mode string
+
+// The four modes a contestant can ask for.
+const (
+	ModeTest        Mode = "test"        // correctness on the tests
+	ModeBenchmark   Mode = "benchmark"   // timings of the benchmarks
+	ModeLeaderboard Mode = "leaderboard" // test, benchmark, then ranked benchmark with re-checks
+	ModeProfile     Mode = "profile"     // one profiled call per benchmark
+)
+
+// ParseMode checks a mode name.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case ModeTest, ModeBenchmark, ModeLeaderboard, ModeProfile:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown mode %q: use test, benchmark, leaderboard or profile", s)
+}
+
+// EvalOptions configure one evaluation.
+type EvalOptions struct {
+	Mode Mode
+	// Python is the interpreter for lang py problems.
+	Python string
+	// Device is the backend the harness will find: "cpu" or "cuda".
+	Device string
+	// Seed, when set, is the secret seed (POPCORN_SEED) of a private run.
+	Seed *int64
+	// Env is the environment the harness starts from.
+	Env []string
+	// WorkDir is an empty directory the evaluation may fill.
+	WorkDir string
+	// Submission is the contestant's file.
+	Submission []byte
+	// NVCC compiles lang cu problems; "nvcc" when empty.
+	NVCC string
+	// OutputLimit caps each captured stream of each phase.
+	OutputLimit int
+}
+
+// Phase is one harness run of an evaluation.
+type Phase struct {
+	Name      string        `json:"name"` // test, benchmark, leaderboard, profile or compile
+	Passed    bool          `json:"passed"`
+	ExitCode  int           `json:"exit_code"`
+	Signal    string        `json:"signal,omitempty"`
+	TimedOut  bool          `json:"timed_out,omitempty"`
+	Reason    string        `json:"reason,omitempty"` // why it did not pass
+	Wall      time.Duration `json:"wall_ns"`
+	Result    *Result       `json:"result,omitempty"`
+	Stdout    string        `json:"stdout,omitempty"`
+	Stderr    string        `json:"stderr,omitempty"`
+	Truncated bool          `json:"truncated,omitempty"`
+}
+
+// Report is the outcome of an evaluation.
+type Report struct {
+	Problem    string            `json:"problem"`
+	Mode       Mode              `json:"mode"`
+	Device     string            `json:"device"`
+	Passed     bool              `json:"passed"`
+	Reason     string            `json:"reason,omitempty"`
+	Tests      []TestResult      `json:"tests"`
+	Benchmarks []BenchmarkResult `json:"benchmarks"`
+	// Score is in seconds, lower being better; nil unless a leaderboard run
+	// passed.
+	Score     *float64  `json:"score"`
+	RankingBy RankingBy `json:"ranking_by"`
+	Phases    []Phase   `json:"phases"`
+}
+
+// Materialize writes the task's files into dir, the submission in place of
+// the placeholder.
+func Materialize(t *Task, submission []byte, dir string) error {
+	for _, f := range t.Files {
+		dst := filepath.Join(dir, filepath.FromSlash(f.Name))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return fmt.Errorf("materialize %s: %w", f.Name, err)
+		}
+		data := submission
+		if f.Source != SubmissionPlaceholder {
+			var err error
+			data, err = os.ReadFile(filepath.Join(t.Dir, filepath.FromSlash(f.Source)))
+			if err != nil {
+				return fmt.Errorf("materialize %s: %w", f.Name, err)
+			}
+		}
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			return fmt.Errorf("materialize %s: %w", f.Name, err)
+		}
+	}
+	return nil
+}
+
+// Evaluate runs a submission through the phases of opts.Mode, stopping at the
+// first phase that fails, as KernelBot's runner does. An error means the
+// evaluation itself could not be carried out; a failing submission is a
+// Report with Passed false.
+func Evaluate(ctx context.Context, l Launcher, t *Task, opts EvalOptions) (*Report, error) {
+	if opts.WorkDir == "" {
+		return nil, errors.New("evaluate: no work directory")
+	}
+	if t.Lang == LangPython && opts.Python == "" {
+		return nil, errors.New("evaluate: no Python interpreter")
+	}
+	if err := Materialize(t, opts.Submission, opts.WorkDir); err != nil {
+		return nil, fmt.Errorf("evaluate %s: %w", t.Name, err)
+	}
+	rep := &Report{Problem: t.Name, Mode: opts.Mode, Device: opts.Device, RankingBy: t.RankingBy,
+		Tests: []TestResult{}, Benchmarks: []BenchmarkResult{}}
+
+	entry := []string{opts.Python, t.Config.Main}
+	if t.Lang == LangCUDA {
+		ph, err := compileCUDA(ctx, l, t, opts)
+		if err != nil {
+			return nil, err
+		}
+		rep.Phases = append(rep.Phases, ph)
+		if !ph.Passed {
+			rep.Reason = ph.Reason
+			return rep, nil
+		}
+		entry = []string{"./eval.out"}
+	}
+
+	benches := t.BenchmarksFor(opts.Device)
+	if t.RankingBy == RankLast || t.RankingBy == "" {
+		// KernelBot ranks on the last (largest) shape only and writes only
+		// that line for the timed modes.
+		benches = benches[len(benches)-1:]
+	}
+	type step struct {
+		name    string
+		cases   []Case
+		timeout time.Duration
+	}
+	var steps []step
+	switch opts.Mode {
+	case ModeTest:
+		steps = []step{{"test", t.Tests, t.TestTimeout}}
+	case ModeBenchmark:
+		steps = []step{{"benchmark", benches, t.BenchmarkTimeout}}
+	case ModeLeaderboard:
+		steps = []step{{"test", t.Tests, t.TestTimeout}, {"benchmark", benches, t.BenchmarkTimeout},
+			{"leaderboard", benches, t.RankedTimeout}}
+	case ModeProfile:
+		steps = []step{{"profile", benches, t.BenchmarkTimeout}}
+	default:
+		return nil, fmt.Errorf("evaluate: %w", errors.New("unknown mode "+string(opts.Mode)))
+	}
+
+	env := append([]string(nil), opts.Env...)
+	env = envWith(env, "PYTHONUNBUFFERED", "1")
+	env = envWith(env, "PYTHONDONTWRITEBYTECODE", "1")
+	if opts.Seed != nil {
+		env = envWith(env, "POPCORN_SEED", itoa(*opts.Seed))
+	}
+	for _, s := range steps {
+		casesName := s.name + ".cases.txt"
+		if err := os.WriteFile(filepath.Join(opts.WorkDir, casesName), []byte(FormatCases(s.cases)), 0o644); err != nil {
+			return nil, fmt.Errorf("evaluate %s: write cases: %w", t.Name, err)
+		}
+		argv := append(append([]string(nil), entry...), s.name, casesName)
+		out, err := l.Launch(ctx, Launch{Dir: opts.WorkDir, Argv: argv, Env: env, Timeout: s.timeout, OutputLimit: opts.OutputLimit})
+		if err != nil {
+			return nil, fmt.Errorf("evaluate %s: %s phase: %w", t.Name, s.name, err)
+		}
+		ph := judgePhase(s.name, out, len(s.cases))
+		rep.Phases = append(rep.Phases, ph)
+		if ph.Result != nil {
+			switch s.name {
+			case "test":
+				rep.Tests = ph.Result.Tests
+			default:
+				rep.Benchmarks = ph.Result.Benchmarks
+			}
+		}
+		if !ph.Passed {
+			rep.Reason = fmt.Sprintf("%s phase: %s", s.name, ph.Reason)
+			return rep, nil
+		}
+	}
+	rep.Passed = true
+	if opts.Mode == ModeLeaderboard {
+		score, err := Score(t.RankingBy, rep.Benchmarks)
+		if err != nil {
+			rep.Passed = false
+			rep.Reason = err.Error()
+			return rep, nil
+		}
+		rep.Score = &score
+	}
+	return rep, nil
+}
+
+// judgePhase decides whether one harness run passed and why not.
+func judgePhase(name string, out Outcome, ncases int) Phase {
+	ph := Phase{Name: name, ExitCode: out.ExitCode, Signal: out.Signal, TimedOut: out.TimedOut, Wall: out.Wall,
+		Stdout: string(out.Stdout), Stderr: string(out.Stderr), Truncated: out.Truncated}
+	res, perr := ParseResult(bytes.NewReader(out.Result))
+	if perr == nil {
+		ph.Result = res
+	}
+	switch {
+	case out.TimedOut:
+		ph.ExitCode = ExitTimeout
+		ph.Reason = "timed out"
+	case out.ExitCode == -1:
+		ph.Reason = "harness killed by " + out.Signal
+	case perr != nil:
+		ph.Reason = perr.Error()
+	case out.ExitCode != ExitOK:
+		ph.Reason = DescribeExit(out.ExitCode)
+		if f := firstFailure(res); f != "" {
+			ph.Reason += ": " + f
+		}
+	case res.Check == "":
+		ph.Reason = "the harness wrote no verdict"
+	case res.Check != "pass":
+		ph.Reason = "check " + res.Check
+		if f := firstFailure(res); f != "" {
+			ph.Reason += ": " + f
+		}
+	default:
+		ph.Passed = true
+	}
+	if !ph.Passed && ph.Reason != "" {
+		if tail := lastLine(ph.Stderr); tail != "" && (ph.Result == nil || firstFailure(ph.Result) == "") {
+			ph.Reason += " (" + tail + ")"
+		}
+	}
+	return ph
+}
+
+func firstFailure(res *Result) string {
+	if res == nil {
+		return ""
+	}
+	for _, t := range res.Tests {
+		if !t.Passed() {
+			msg := t.Error
+			if msg == "" {
+				msg = t.Message
+			}
+			return fmt.Sprintf("test %d (%s): %s", t.Index, t.Spec, firstLine(msg))
+		}
+	}
+	for _, b := range res.Benchmarks {
+		if b.Status == "fail" || b.Error != "" {
+			return fmt.Sprintf("benchmark %d (%s): %s", b.Index, b.Spec, firstLine(b.Error))
+		}
+	}
+	return ""
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " ..."
+	}
+	return s
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return truncate(s, 200)
+}
+
+// compileCUDA builds a lang cu problem with nvcc into eval.out and removes
+// the sources, so the running submission cannot read the reference.
+func compileCUDA(ctx context.Context, l Launcher, t *Task, opts EvalOptions) (Phase, error) {
+	nvcc := opts.NVCC
+	if nvcc == "" {
+		nvcc = "nvcc"
+	}
+	argv := []string{nvcc, "-std=c++17", "-O3", "-DNDEBUG", "--expt-relaxed-constexpr", "--extended-lambda", "-lineinfo", "-arch=native"}
+	for _, d := range t.Config.IncludeDirs {
+		argv = append(argv, "-I"+d)
+	}
+	for k, v := range t.Config.Defines {
+		argv = append(argv, "-D"+k+"="+v)
+	}
+	argv = append(argv, t.Config.CompileFlags...)
+	argv = append(argv, t.Config.Sources...)
+	argv = append(argv, "-o", "eval.out")
+	out, err := l.Launch(ctx, Launch{Dir: opts.WorkDir, Argv: argv, Env: opts.Env, Timeout: 120 * time.Second, OutputLimit: opts.OutputLimit})
+	ph := Phase{Name: "compile", ExitCode: out.ExitCode, TimedOut: out.TimedOut, Wall: out.Wall,
+		Stdout: string(out.Stdout), Stderr: string(out.Stderr), Truncated: out.Truncated}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ph, fmt.Errorf("compile %s: %w", t.Name, err)
+		}
+		ph.Reason = fmt.Sprintf("cannot run %s: %v", nvcc, err)
+		return ph, nil
+	}
+	switch {
+	case out.TimedOut:
+		ph.Reason = "compilation timed out"
+	case out.ExitCode != 0:
+		ph.Reason = "compilation failed: " + lastLine(string(out.Stderr))
+	default:
+		ph.Passed = true
+		for _, f := range t.Files {
+			_ = os.Remove(filepath.Join(opts.WorkDir, filepath.FromSlash(f.Name)))
+		}
+	}
+	return ph, nil
+}

@@ -1,0 +1,172 @@
+package problems
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Launch is one harness process to run. The launcher adds POPCORN_FD to Env,
+// pointing at a pipe whose other end becomes Outcome.Result.
+type Launch struct {
+	Dir     string
+	Argv    []string
+	Env     []string
+	Timeout time.Duration
+	// OutputLimit caps each of stdout, stderr and the result stream, in bytes.
+	OutputLimit int
+}
+
+// Outcome is what became of a Launch.
+type Outcome struct {
+	ExitCode  int    // -1 when the process died of a signal
+	Signal    string // the signal's name when it did
+	TimedOut  bool
+	Stdout    []byte
+	Stderr    []byte
+	Truncated bool // some output went past OutputLimit
+	Result    []byte
+	Wall      time.Duration
+}
+
+// Launcher runs harness processes. ExecLauncher runs them on the host; the
+// appliance puts the sandbox behind this interface.
+type Launcher interface {
+	Launch(ctx context.Context, l Launch) (Outcome, error)
+}
+
+// DefaultOutputLimit is the per-stream cap when a Launch sets none.
+const DefaultOutputLimit = 1 << 20
+
+// ExecLauncher runs the harness as a plain child process of this one, in its
+// own process group so that a timeout kills everything it started. It is the
+// local loop of `kernelbox eval`: no isolation at all.
+type ExecLauncher struct{}
+
+// Launch runs l and waits for it.
+func (ExecLauncher) Launch(ctx context.Context, l Launch) (Outcome, error) {
+	if len(l.Argv) == 0 {
+		return Outcome{}, errors.New("launch: empty command")
+	}
+	limit := l.OutputLimit
+	if limit <= 0 {
+		limit = DefaultOutputLimit
+	}
+	runCtx := ctx
+	var cancel context.CancelFunc = func() {}
+	if l.Timeout > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, l.Timeout)
+	}
+	defer cancel()
+
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return Outcome{}, fmt.Errorf("launch %s: result pipe: %w", l.Argv[0], err)
+	}
+	defer pr.Close()
+
+	cmd := exec.CommandContext(runCtx, l.Argv[0], l.Argv[1:]...)
+	cmd.Dir = l.Dir
+	// ExtraFiles[0] is fd 3 in the child.
+	cmd.Env = append(append([]string(nil), l.Env...), "POPCORN_FD=3")
+	cmd.ExtraFiles = []*os.File{pw}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		// The whole group: the harness's worker and anything user code forked.
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	cmd.WaitDelay = 2 * time.Second
+	stdout := &capWriter{limit: limit}
+	stderr := &capWriter{limit: limit}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		pw.Close()
+		return Outcome{}, fmt.Errorf("launch %s: %w", l.Argv[0], err)
+	}
+	pw.Close()
+	result := &capWriter{limit: limit}
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		_, _ = io.Copy(result, pr)
+	}()
+	waitErr := cmd.Wait()
+	// Something that left the process group could still hold the pipe open;
+	// do not wait for it forever.
+	select {
+	case <-readDone:
+	case <-time.After(2 * time.Second):
+		pr.Close()
+		<-readDone
+	}
+	// Whatever the group left behind dies with it.
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+
+	out := Outcome{
+		Stdout:    stdout.buf.Bytes(),
+		Stderr:    stderr.buf.Bytes(),
+		Result:    result.buf.Bytes(),
+		Truncated: stdout.dropped > 0 || stderr.dropped > 0 || result.dropped > 0,
+		Wall:      time.Since(start),
+		TimedOut:  errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil,
+	}
+	if ps := cmd.ProcessState; ps != nil {
+		out.ExitCode = ps.ExitCode()
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			out.ExitCode = -1
+			out.Signal = ws.Signal().String()
+		}
+	}
+	if ctx.Err() != nil {
+		return out, fmt.Errorf("launch %s: %w", l.Argv[0], ctx.Err())
+	}
+	var exitErr *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &exitErr) && !out.TimedOut && !errors.Is(waitErr, exec.ErrWaitDelay) {
+		return out, fmt.Errorf("launch %s: %w", l.Argv[0], waitErr)
+	}
+	return out, nil
+}
+
+// capWriter keeps the first limit bytes and counts the rest, so a flood of
+// output costs memory only up to the cap.
+type capWriter struct {
+	buf     bytes.Buffer
+	limit   int
+	dropped int64
+}
+
+func (w *capWriter) Write(p []byte) (int, error) {
+	room := w.limit - w.buf.Len()
+	if room >= len(p) {
+		return w.buf.Write(p)
+	}
+	if room > 0 {
+		w.buf.Write(p[:room])
+	}
+	w.dropped += int64(len(p) - max(room, 0))
+	return len(p), nil
+}
+
+// envWith returns env with key set to value, replacing an earlier entry.
+func envWith(env []string, key, value string) []string {
+	out := make([]string, 0, len(env)+1)
+	prefix := key + "="
+	for _, e := range env {
+		if len(e) >= len(prefix) && e[:len(prefix)] == prefix {
+			continue
+		}
+		out = append(out, e)
+	}
+	return append(out, prefix+value)
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

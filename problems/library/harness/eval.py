@@ -1,0 +1,476 @@
+"""kernelbox evaluation harness.
+
+    python eval.py MODE CASES_FILE
+
+MODE is test, benchmark, leaderboard (the ranked benchmark: fresh inputs for
+every timed call, each output checked) or profile. Results go to the file
+descriptor named by POPCORN_FD as "key: value" lines; POPCORN_SEED, when set,
+is a secret seed mixed into every case seed. Exit codes: 0 ok, 110 CUDA
+error, 111 no result pipe, 112 wrong result, 113 bad case, 114 timeout.
+
+The submission never runs in this process: a spawned worker imports it, and
+that worker has neither the result descriptor nor the secret seed.
+"""
+
+import math
+import multiprocessing
+import os
+import re
+import sys
+import time
+import traceback
+
+EXIT_OK, EXIT_CUDA, EXIT_PIPE, EXIT_VALIDATION, EXIT_BAD_CASE, EXIT_TIMEOUT = 0, 110, 111, 112, 113, 114
+
+# Timing knobs: (max repeats, kernel-time budget s, wall cap s) per device and
+# kind. KERNELBOX_BENCH_* override them (unstable; for problem authors).
+LIMITS = {
+    ("cuda", "benchmark"): (100, 10.0, 120.0),
+    ("cuda", "leaderboard"): (100, 30.0, 120.0),
+    # The CPU backend exists to exercise the pipeline, not to rank: keep it quick.
+    ("cpu", "benchmark"): (100, 1.0, 5.0),
+    ("cpu", "leaderboard"): (50, 1.0, 8.0),
+}
+MIN_RUNS = 3
+TARGET_REL_ERR = 0.001
+RANKED_SEED_STEP = 13
+
+
+def escape(value) -> str:
+    return str(value).replace("\\", "\\\\").replace("\n", "\\n")
+
+
+class Popcorn:
+    """The result stream: one line per key, flushed at once so that a run
+    killed half-way still reports what it finished."""
+
+    def __init__(self, fd: int):
+        self.file = os.fdopen(fd, "w", buffering=1, closefd=True)
+
+    def log(self, key, value):
+        self.file.write(f"{key}: {escape(value)}\n")
+        self.file.flush()
+
+
+def open_popcorn():
+    raw = os.environ.pop("POPCORN_FD", None)
+    try:
+        fd = int(raw)
+        os.set_inheritable(fd, False)
+        return Popcorn(fd)
+    except (TypeError, ValueError, OSError) as e:
+        print(f"kernelbox harness: POPCORN_FD={raw!r} is not an open descriptor: {e}", file=sys.stderr)
+        sys.exit(EXIT_PIPE)
+
+
+def combine(public: int, secret: int) -> int:
+    """Mix the secret into a public seed (a Cantor pairing), so the seed a
+    private run uses says nothing about the public one."""
+    return (public + (public + secret) * (public + secret + 1) // 2) % (2**63)
+
+
+_INT = re.compile(r"^[+-]?\d+$")
+_FLOAT = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
+
+
+def parse_value(v: str):
+    if _INT.match(v):
+        return int(v)
+    if v in ("true", "True"):
+        return True
+    if v in ("false", "False"):
+        return False
+    if _FLOAT.match(v):
+        return float(v)
+    return v
+
+
+def read_cases(path):
+    cases = []
+    with open(path) as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            case = {}
+            for part in line.split(";"):
+                key, sep, value = part.partition(":")
+                key, value = key.strip(), value.strip()
+                if not sep or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key) or not value:
+                    raise ValueError(f"{path}:{lineno}: {part.strip()!r} is not 'key: value'")
+                case[key] = parse_value(value)
+            cases.append(case)
+    return cases
+
+
+def spec_of(case) -> str:
+    return "; ".join(f"{k}: {v}" for k, v in case.items())
+
+
+def limits_for(dev: str, kind: str):
+    repeats, budget, wall = LIMITS[(dev, kind)]
+    env = os.environ
+    repeats = int(env.get("KERNELBOX_BENCH_MAX_REPEATS", repeats))
+    budget = float(env.get("KERNELBOX_BENCH_BUDGET_S", budget))
+    wall = float(env.get("KERNELBOX_BENCH_WALL_S", wall))
+    return repeats, budget, wall
+
+
+def stats(times):
+    n = len(times)
+    mean = sum(times) / n
+    var = sum((t - mean) ** 2 for t in times) / (n - 1) if n > 1 else 0.0
+    std = math.sqrt(var)
+    return {"runs": n, "mean": mean, "std": std, "err": std / math.sqrt(n), "best": min(times), "worst": max(times)}
+
+
+def is_cuda_error(text: str) -> bool:
+    return "CUDA error" in text or "HIP error" in text or "cudaError" in text or "illegal memory access" in text
+
+
+# ---------------------------------------------------------------- worker side
+# Everything below runs in the spawned worker, next to the submission.
+
+
+class _Worker:
+    def __init__(self):
+        import torch  # noqa: F401  (first, so import errors name torch)
+        import kbutils
+        import reference
+
+        self.torch = torch
+        self.kb = kbutils
+        self.ref = reference
+        self.dev = kbutils.device()
+        self.kernel = None
+        self.flush_buf = None
+
+    def load_submission(self):
+        if self.kernel is None:
+            import submission
+
+            fn = getattr(submission, "custom_kernel", None)
+            if not callable(fn):
+                raise AttributeError("submission.py defines no function custom_kernel(data)")
+            self.kernel = fn
+        return self.kernel
+
+    def sync(self):
+        if self.dev == "cuda":
+            self.torch.cuda.synchronize()
+
+    def expected(self, data):
+        with self.kb.deterministic():
+            return self.ref.ref_kernel(self.kb.clone_data(data))
+
+    def check(self, data, expected, output):
+        chk = self.ref.check_implementation
+        compare = getattr(chk, "compare", None)
+        if compare is not None and expected is not None:
+            result = compare(expected, output)
+        else:
+            result = chk(data, output)
+        if isinstance(result, tuple):
+            ok, msg = bool(result[0]), str(result[1])
+        elif isinstance(result, (list, str)):
+            msg = "\n".join(result) if isinstance(result, list) else result
+            ok = not msg
+        else:
+            ok, msg = bool(result), ""
+        return ok, msg
+
+    def run_once(self, case):
+        """Generate, run the reference first, run the submission on a clone,
+        check against the pristine input. Returns (ok, message)."""
+        data = self.ref.generate_input(**case)
+        expected = self.expected(data) if hasattr(self.ref.check_implementation, "compare") else None
+        kernel = self.load_submission()
+        arg = self.kb.clone_data(data)
+        output = kernel(arg)
+        self.sync()
+        if not self.kb.same_data(arg, data):
+            return False, "custom_kernel modified its input; inputs must be left as they were"
+        return self.check(data, expected, output)
+
+    def flush_l2(self):
+        if self.dev != "cuda":
+            return
+        if self.flush_buf is None:
+            props = self.torch.cuda.get_device_properties(0)
+            l2 = getattr(props, "L2_cache_size", 0) or (128 << 20)
+            self.flush_buf = self.torch.empty(max(2 * l2, 256 << 20) // 4, dtype=self.torch.int32, device="cuda")
+        self.flush_buf.zero_()
+
+    def time_call(self, kernel, arg):
+        torch = self.torch
+        if self.dev == "cuda":
+            torch.cuda.synchronize()
+            self.flush_l2()
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            out = kernel(arg)
+            # Every stream, not only the current one, so work on a side stream counts.
+            torch.cuda.synchronize()
+            end.record()
+            end.synchronize()
+            return out, start.elapsed_time(end) * 1e6
+        t0 = time.perf_counter_ns()
+        out = kernel(arg)
+        return out, float(time.perf_counter_ns() - t0)
+
+    def benchmark(self, case, kind, recheck):
+        repeats, budget_s, wall_s = limits_for(self.dev, kind)
+        kernel = self.load_submission()
+        data = self.ref.generate_input(**case)
+        expected = self.expected(data)
+        ok, msg = self.run_checked(kernel, data, expected)
+        if not ok:
+            return {"error": msg}
+        # Warm-up: JIT compilation and caches, not measured.
+        t_end = time.perf_counter() + 0.05
+        for _ in range(100):
+            kernel(self.kb.clone_data(data))
+            self.sync()
+            if time.perf_counter() > t_end:
+                break
+        times = []
+        wall0 = time.perf_counter()
+        seed = case.get("seed")
+        for i in range(repeats):
+            if recheck and seed is not None:
+                fresh = dict(case, seed=seed + RANKED_SEED_STEP * (i + 1))
+                data = self.ref.generate_input(**fresh)
+                expected = self.expected(data)
+            arg = self.kb.clone_data(data)
+            out, ns = self.time_call(kernel, arg)
+            if recheck:
+                ok, msg = self.check(data, expected, out)
+                if not ok:
+                    return {"error": f"timed iteration {i}: {msg}"}
+            del out
+            times.append(ns)
+            if len(times) >= MIN_RUNS:
+                s = stats(times)
+                if s["mean"] > 0 and s["err"] / s["mean"] < TARGET_REL_ERR:
+                    break
+                if s["mean"] * len(times) > budget_s * 1e9 or time.perf_counter() - wall0 > wall_s:
+                    break
+        return {"times": times}
+
+    def run_checked(self, kernel, data, expected):
+        arg = self.kb.clone_data(data)
+        out = kernel(arg)
+        self.sync()
+        if not self.kb.same_data(arg, data):
+            return False, "custom_kernel modified its input; inputs must be left as they were"
+        return self.check(data, expected, out)
+
+    def profile(self, case):
+        torch = self.torch
+        kernel = self.load_submission()
+        data = self.ref.generate_input(**case)
+        kernel(self.kb.clone_data(data))  # compile and warm up outside the profile
+        self.sync()
+        arg = self.kb.clone_data(data)
+        if os.environ.get("POPCORN_NCU") == "1":
+            # The runner wraps us in ncu --nvtx-include custom_kernel/.
+            torch.cuda.nvtx.range_push("custom_kernel")
+            kernel(arg)
+            self.sync()
+            torch.cuda.nvtx.range_pop()
+            return {"report": "profiled by ncu (range custom_kernel)"}
+        acts = [torch.profiler.ProfilerActivity.CPU]
+        sort = "self_cpu_time_total"
+        if self.dev == "cuda":
+            acts.append(torch.profiler.ProfilerActivity.CUDA)
+            sort = "self_cuda_time_total"
+        with torch.profiler.profile(activities=acts) as prof:
+            if self.dev == "cuda":
+                torch.cuda.nvtx.range_push("custom_kernel")
+            kernel(arg)
+            self.sync()
+            if self.dev == "cuda":
+                torch.cuda.nvtx.range_pop()
+        return {"report": prof.key_averages().table(sort_by=sort, row_limit=20)}
+
+
+def _describe(exc: BaseException) -> str:
+    tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
+    # Keep the user's frames, drop the harness's own plumbing at the top.
+    text = "".join(tb)
+    return text[-4000:]
+
+
+def worker_main(conn):
+    """The spawned worker: answers jobs until told to stop."""
+    try:
+        w = _Worker()
+    except BaseException as e:  # noqa: BLE001 - everything is reported
+        conn.send({"fatal": "harness set-up failed: " + _describe(e)})
+        return
+    while True:
+        try:
+            job = conn.recv()
+        except EOFError:
+            return
+        if job is None:
+            return
+        kind, case = job
+        try:
+            if kind == "test":
+                ok, msg = w.run_once(case)
+                reply = {"ok": ok, "message": msg}
+            elif kind == "profile":
+                reply = w.profile(case)
+            else:
+                reply = w.benchmark(case, kind, recheck=(kind == "leaderboard"))
+        except TypeError as e:
+            reply = {"error": _describe(e), "bad_case": "generate_input" in traceback.format_exc()}
+        except BaseException as e:  # noqa: BLE001 - a submission may raise anything
+            reply = {"error": _describe(e)}
+        try:
+            conn.send(reply)
+        except Exception as e:  # noqa: BLE001 - e.g. an output that cannot be pickled
+            conn.send({"error": f"harness could not return the result: {e}"})
+
+
+# ---------------------------------------------------------------- main side
+
+
+class WorkerDied(Exception):
+    pass
+
+
+class Pool:
+    """One spawned worker and a pipe to it."""
+
+    def __init__(self):
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=worker_main, args=(child,), daemon=True)
+        self.proc.start()
+        child.close()
+
+    def ask(self, kind, case):
+        try:
+            self.conn.send((kind, case))
+            reply = self.conn.recv()
+        except (EOFError, BrokenPipeError, ConnectionResetError):
+            self.proc.join(5)
+            code = self.proc.exitcode
+            if code is not None and code < 0:
+                import signal
+
+                how = f"was killed by {signal.Signals(-code).name}"
+            else:
+                how = f"exited with status {code}"
+            raise WorkerDied(f"the submission's process {how}")
+        if "fatal" in reply:
+            raise WorkerDied(reply["fatal"])
+        return reply
+
+    def close(self):
+        try:
+            self.conn.send(None)
+        except OSError:
+            pass
+        self.proc.join(5)
+        if self.proc.is_alive():
+            self.proc.kill()
+
+
+def run_tests(out: Popcorn, pool: Pool, cases) -> int:
+    out.log("test-count", len(cases))
+    passed = True
+    code = EXIT_OK
+    for i, case in enumerate(cases):
+        out.log(f"test.{i}.spec", spec_of(case))
+        try:
+            reply = pool.ask("test", case)
+        except WorkerDied as e:
+            out.log(f"test.{i}.status", "fail")
+            out.log(f"test.{i}.error", str(e))
+            out.log("check", "fail")
+            return EXIT_VALIDATION
+        if "error" in reply:
+            passed = False
+            out.log(f"test.{i}.status", "fail")
+            out.log(f"test.{i}.error", reply["error"])
+            if reply.get("bad_case"):
+                code = EXIT_BAD_CASE
+            elif is_cuda_error(reply["error"]):
+                code = EXIT_CUDA
+        elif reply["ok"]:
+            out.log(f"test.{i}.status", "pass")
+            if reply["message"]:
+                out.log(f"test.{i}.message", reply["message"])
+        else:
+            passed = False
+            out.log(f"test.{i}.status", "fail")
+            out.log(f"test.{i}.message", reply["message"])
+    out.log("check", "pass" if passed else "fail")
+    if passed:
+        return EXIT_OK
+    return code if code != EXIT_OK else EXIT_VALIDATION
+
+
+def run_benchmarks(out: Popcorn, pool: Pool, cases, kind: str) -> int:
+    out.log("benchmark-count", len(cases))
+    for i, case in enumerate(cases):
+        out.log(f"benchmark.{i}.spec", spec_of(case))
+        try:
+            reply = pool.ask(kind, case)
+        except WorkerDied as e:
+            reply = {"error": str(e)}
+        if "error" in reply:
+            out.log(f"benchmark.{i}.status", "fail")
+            out.log(f"benchmark.{i}.error", reply["error"])
+            out.log("check", "fail")
+            if reply.get("bad_case"):
+                return EXIT_BAD_CASE
+            return EXIT_CUDA if is_cuda_error(reply["error"]) else EXIT_VALIDATION
+        if kind == "profile":
+            import base64
+
+            out.log(f"benchmark.{i}.report", base64.b64encode(reply["report"].encode()).decode())
+            continue
+        s = stats(reply["times"])
+        for key in ("runs", "mean", "std", "err", "best", "worst"):
+            out.log(f"benchmark.{i}.{key}", s[key] if key == "runs" else f"{s[key]:.3f}")
+    out.log("check", "pass")
+    return EXIT_OK
+
+
+def main(argv) -> int:
+    out = open_popcorn()
+    secret = os.environ.pop("POPCORN_SEED", None)
+    if len(argv) != 3 or argv[1] not in ("test", "benchmark", "leaderboard", "profile"):
+        print("usage: eval.py test|benchmark|leaderboard|profile CASES_FILE", file=sys.stderr)
+        return EXIT_BAD_CASE
+    mode = argv[1]
+    try:
+        cases = read_cases(argv[2])
+    except (OSError, ValueError) as e:
+        print(f"kernelbox harness: cannot read cases: {e}", file=sys.stderr)
+        return EXIT_BAD_CASE
+    if secret is not None:
+        try:
+            s = int(secret)
+        except ValueError:
+            print("kernelbox harness: POPCORN_SEED is not an integer", file=sys.stderr)
+            return EXIT_BAD_CASE
+        for case in cases:
+            if "seed" in case:
+                case["seed"] = combine(case["seed"], s)
+    pool = Pool()
+    try:
+        if mode == "test":
+            return run_tests(out, pool, cases)
+        return run_benchmarks(out, pool, cases, mode)
+    finally:
+        pool.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
