@@ -26,6 +26,7 @@ func problemsCommand() *cli.Command {
 				Flags: []cli.Flag{
 					pythonFlag,
 					&cli.BoolFlag{Name: "no-rank", Usage: "run only the tests, not a leaderboard run of the first correct fixture"},
+					&cli.BoolFlag{Name: "templates", Usage: "also run every template, which must pass the tests (the bundled library's do)"},
 					&cli.BoolFlag{Name: "json", Usage: "print the results as JSON"},
 				},
 				Action: runCheck,
@@ -125,7 +126,7 @@ func runCheck(c *cli.Context) error {
 			continue
 		}
 		results, err := problems.CheckProblem(c.Context, problems.ExecLauncher{}, t, problems.CheckOptions{
-			Python: it, Env: os.Environ(), Scratch: scratch, RankCorrect: !c.Bool("no-rank"),
+			Python: it, Env: os.Environ(), Scratch: scratch, RankCorrect: !c.Bool("no-rank"), Templates: c.Bool("templates"),
 		})
 		if err != nil {
 			return &ExitError{Code: ExitUsage, Err: err}

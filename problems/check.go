@@ -30,6 +30,9 @@ type CheckOptions struct {
 	// RankCorrect also runs the first correct fixture in leaderboard mode, so
 	// the benchmarks and the score are exercised, not only the tests.
 	RankCorrect bool
+	// Templates also runs every template in test mode: the bundled library
+	// ships templates that are naive but correct, so each must pass.
+	Templates bool
 }
 
 var requiresRE = regexp.MustCompile(`^\s*(?:#|//)\s*kernelbox:\s*requires\s+([A-Za-z0-9_]+)\s*$`)
@@ -70,6 +73,13 @@ func CheckProblem(ctx context.Context, l Launcher, t *Task, opts CheckOptions) (
 	}
 	for _, p := range fx.Wrong {
 		jobs = append(jobs, job{p, "fail", ModeTest})
+	}
+	if opts.Templates {
+		for _, key := range TemplateKeys {
+			if rel, ok := t.Templates[key]; ok {
+				jobs = append(jobs, job{filepath.Join(t.Dir, filepath.FromSlash(rel)), "pass", ModeTest})
+			}
+		}
 	}
 	var out []FixtureResult
 	for n, j := range jobs {

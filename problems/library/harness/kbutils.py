@@ -130,32 +130,40 @@ def verbose_allclose(received, expected, rtol=1e-5, atol=1e-8, max_print=5):
     return reasons
 
 
-def match_reference(ref_kernel, rtol=1e-5, atol=1e-8):
-    """Build a check_implementation(data, output) that compares the output
-    with ref_kernel(data). The harness calls its .compare with an expected
-    output it computed before the submission ran, so the reference runs once
-    and first."""
-
-    def compare(expected, output):
-        if isinstance(expected, (tuple, list)):
-            if not isinstance(output, (tuple, list)) or len(output) != len(expected):
-                return False, f"expected a sequence of {len(expected)} tensors, got {type(output).__name__}"
-            for i, (o, e) in enumerate(zip(output, expected)):
-                reasons = verbose_allclose(o, e, rtol=rtol, atol=atol)
-                if reasons:
-                    return False, f"output {i}: " + "\n".join(reasons)
-            return True, ""
-        reasons = verbose_allclose(output, expected, rtol=rtol, atol=atol)
-        return (not reasons), "\n".join(reasons)
+def make_checker(expected, compare):
+    """Build a check_implementation(data, output) from two parts:
+    expected(data) computes whatever compare(expected, output) -> (ok, message)
+    needs. The harness calls the parts itself: expected on the pristine input
+    before the submission runs (so the reference runs first and its result
+    stays alive), compare after."""
 
     def check_implementation(data, output):
         with deterministic():
-            expected = ref_kernel(clone_data(data))
-        return compare(expected, output)
+            e = expected(clone_data(data))
+        return compare(e, output)
 
+    check_implementation.expected = expected
     check_implementation.compare = compare
-    check_implementation.reference = ref_kernel
     return check_implementation
+
+
+def compare_outputs(expected, output, rtol, atol):
+    """Compare a tensor, or a tuple of tensors, with the expected ones."""
+    if isinstance(expected, (tuple, list)):
+        if not isinstance(output, (tuple, list)) or len(output) != len(expected):
+            return False, f"expected a sequence of {len(expected)} tensors, got {type(output).__name__}"
+        for i, (o, e) in enumerate(zip(output, expected)):
+            reasons = verbose_allclose(o, e, rtol=rtol, atol=atol)
+            if reasons:
+                return False, f"output {i}: " + "\n".join(reasons)
+        return True, ""
+    reasons = verbose_allclose(output, expected, rtol=rtol, atol=atol)
+    return (not reasons), "\n".join(reasons)
+
+
+def match_reference(ref_kernel, rtol=1e-5, atol=1e-8):
+    """The usual checker: elementwise comparison with ref_kernel's output."""
+    return make_checker(ref_kernel, lambda e, o: compare_outputs(e, o, rtol, atol))
 
 
 def rel_scale(seed: int, lo: float, hi: float) -> float:

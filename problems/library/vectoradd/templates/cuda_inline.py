@@ -1,3 +1,4 @@
+# kernelbox: requires cuda
 # CUDA C++ through torch.utils.cpp_extension.load_inline (needs a GPU and nvcc).
 import torch
 from torch.utils.cpp_extension import load_inline

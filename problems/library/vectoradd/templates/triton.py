@@ -1,3 +1,4 @@
+# kernelbox: requires cuda
 # Triton starting point (needs a GPU).
 import torch
 import triton

@@ -1,0 +1,8 @@
+# Wrong: ReLU where the problem asks for GELU.
+import torch
+
+
+def custom_kernel(data):
+    x, w1, b1, w2, b2 = data
+    h = torch.relu(torch.addmm(b1, x, w1))
+    return torch.addmm(b2, h, w2)
