@@ -267,8 +267,13 @@ func firstFailure(res *Result) string {
 	return ""
 }
 
+// firstLine summarises a message for a reason: the exception of a Python
+// traceback (its last line), or else the first line.
 func firstLine(s string) string {
 	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "Traceback") {
+		return lastLine(s)
+	}
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		return s[:i] + " ..."
 	}

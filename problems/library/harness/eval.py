@@ -8,14 +8,16 @@ descriptor named by POPCORN_FD as "key: value" lines; POPCORN_SEED, when set,
 is a secret seed mixed into every case seed. Exit codes: 0 ok, 110 CUDA
 error, 111 no result pipe, 112 wrong result, 113 bad case, 114 timeout.
 
-The submission never runs in this process: a spawned worker imports it, and
+The submission never runs in this process: a worker interpreter imports it, and
 that worker has neither the result descriptor nor the secret seed.
 """
 
+import json
 import math
-import multiprocessing
 import os
 import re
+import signal
+import subprocess
 import sys
 import time
 import traceback
@@ -307,21 +309,27 @@ def _describe(exc: BaseException) -> str:
     return text[-4000:]
 
 
-def worker_main(conn):
-    """The spawned worker: answers jobs until told to stop."""
+def _send(wfile, obj):
+    wfile.write(json.dumps(obj) + "\n")
+    wfile.flush()
+
+
+def worker_main(job_fd: int, reply_fd: int):
+    """The worker: answers jobs, one JSON line each way, until told to stop.
+    JSON rather than pickle: the parent must never unpickle what a process
+    running user code wrote."""
+    jobs = os.fdopen(job_fd, "r")
+    replies = os.fdopen(reply_fd, "w")
     try:
         w = _Worker()
     except BaseException as e:  # noqa: BLE001 - everything is reported
-        conn.send({"fatal": "harness set-up failed: " + _describe(e)})
+        _send(replies, {"fatal": "harness set-up failed: " + _describe(e)})
         return
-    while True:
-        try:
-            job = conn.recv()
-        except EOFError:
-            return
+    for line in jobs:
+        job = json.loads(line)
         if job is None:
             return
-        kind, case = job
+        kind, case = job["kind"], job["case"]
         try:
             if kind == "test":
                 ok, msg = w.run_once(case)
@@ -334,10 +342,7 @@ def worker_main(conn):
             reply = {"error": _describe(e), "bad_case": "generate_input" in traceback.format_exc()}
         except BaseException as e:  # noqa: BLE001 - a submission may raise anything
             reply = {"error": _describe(e)}
-        try:
-            conn.send(reply)
-        except Exception as e:  # noqa: BLE001 - e.g. an output that cannot be pickled
-            conn.send({"error": f"harness could not return the result: {e}"})
+        _send(replies, reply)
 
 
 # ---------------------------------------------------------------- main side
@@ -348,41 +353,61 @@ class WorkerDied(Exception):
 
 
 class Pool:
-    """One spawned worker and a pipe to it."""
+    """One worker process and two pipes to it. The worker is a fresh
+    interpreter (not a fork), started without the result descriptor and
+    without POPCORN_SEED in its environment."""
 
     def __init__(self):
-        ctx = multiprocessing.get_context("spawn")
-        self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=worker_main, args=(child,), daemon=True)
-        self.proc.start()
-        child.close()
+        job_r, self.job_w = os.pipe()
+        self.reply_r, reply_w = os.pipe()
+        code = f"import eval; eval.worker_main({job_r}, {reply_w})"
+        self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=(job_r, reply_w), close_fds=True)
+        os.close(job_r)
+        os.close(reply_w)
+        self.jobs = os.fdopen(self.job_w, "w")
+        self.replies = os.fdopen(self.reply_r, "r")
+
+    def _died(self, why=""):
+        try:
+            code = self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        if code < 0:
+            how = f"was killed by {signal.Signals(-code).name}"
+        else:
+            how = f"exited with status {code}"
+        return WorkerDied(f"the submission's process {how}{why}")
 
     def ask(self, kind, case):
         try:
-            self.conn.send((kind, case))
-            reply = self.conn.recv()
-        except (EOFError, BrokenPipeError, ConnectionResetError):
-            self.proc.join(5)
-            code = self.proc.exitcode
-            if code is not None and code < 0:
-                import signal
-
-                how = f"was killed by {signal.Signals(-code).name}"
-            else:
-                how = f"exited with status {code}"
-            raise WorkerDied(f"the submission's process {how}")
+            _send(self.jobs, {"kind": kind, "case": case})
+            line = self.replies.readline()
+        except (BrokenPipeError, ConnectionResetError):
+            raise self._died()
+        if not line:
+            raise self._died()
+        try:
+            reply = json.loads(line)
+            if not isinstance(reply, dict):
+                raise ValueError("not an object")
+        except ValueError:
+            self.proc.kill()
+            raise WorkerDied("the submission's process wrote garbage on the harness's channel")
         if "fatal" in reply:
             raise WorkerDied(reply["fatal"])
         return reply
 
     def close(self):
         try:
-            self.conn.send(None)
+            _send(self.jobs, None)
         except OSError:
             pass
-        self.proc.join(5)
-        if self.proc.is_alive():
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
             self.proc.kill()
+            self.proc.wait()
 
 
 def run_tests(out: Popcorn, pool: Pool, cases) -> int:
