@@ -1,0 +1,37 @@
+# kernelbox: `make help` lists the targets.
+GO      ?= go
+BIN     := bin/kernelbox
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# Lazy binding: the NVML library is bound only when first called, so the
+# binary starts on hosts without the NVIDIA driver.
+LDFLAGS := -X kernelbox/appliance.Version=$(VERSION) -extldflags=-Wl,-z,lazy
+
+.PHONY: help setup build demo test test/race test/short lint tidy
+
+help: ## list the targets
+	@grep -hE '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+setup: ## install the system packages the build and the CPU backend need (idempotent)
+	@./packaging/setup.sh
+
+build: ## build bin/kernelbox
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kernelbox
+
+demo: setup build ## evaluate the bundled vectoradd solution in leaderboard mode on this machine
+	./$(BIN) eval --problem vectoradd --mode leaderboard problems/library/vectoradd/solutions/correct/torch_add.py
+
+test: setup ## run every test: Go, the Python harness, every bundled problem's fixtures
+	$(GO) test -count=1 -timeout 40m ./...
+
+test/short: ## the fast tests only (no Python, no fixtures)
+	$(GO) test -short ./...
+
+test/race: setup ## the tests under the race detector
+	$(GO) test -race -count=1 -timeout 60m ./...
+
+lint: ## gofmt and go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+tidy: ## go mod tidy
+	$(GO) mod tidy

@@ -1,0 +1,135 @@
+package appliance
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"kernelbox/internal/testutil"
+)
+
+func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := Run(t.Context(), append([]string{"kernelbox"}, args...), &out, &errb)
+	if err != nil {
+		errb.WriteString(err.Error())
+	}
+	return out.String(), errb.String(), ExitCode(err)
+}
+
+func lib(parts ...string) string {
+	return filepath.Join(append([]string{testutil.RepoRoot(), "problems", "library"}, parts...)...)
+}
+
+func TestEval_UsageErrors(t *testing.T) {
+	t.Parallel()
+	bad := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bad, "task.yml"), []byte("lang: [py\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sub := lib("vectoradd", "solutions", "correct", "torch_add.py")
+	big := filepath.Join(t.TempDir(), "big.py")
+	if err := os.WriteFile(big, bytes.Repeat([]byte("#"), 2_000_000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cu := filepath.Join(t.TempDir(), "sub.cu")
+	if err := os.WriteFile(cu, []byte("int main() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no submission", []string{"eval", "--problem", "vectoradd"}, "give exactly one SUBMISSION"},
+		{"missing submission", []string{"eval", "--problem", "vectoradd", "nope.py"}, "submission: stat nope.py: no such file"},
+		{"unknown problem", []string{"eval", "--problem", "nosuch", sub}, `problem "nosuch": no such directory and no bundled problem`},
+		{"malformed task.yml", []string{"eval", "--problem", bad, sub}, "task.yml: not valid YAML"},
+		{"bad mode", []string{"eval", "--problem", "vectoradd", "--mode", "ranked", sub}, `unknown mode "ranked"`},
+		{"bad seed", []string{"eval", "--problem", "vectoradd", "--seed", "x", sub}, "--seed must be a non-negative integer"},
+		{"oversized", []string{"eval", "--problem", "vectoradd", big}, "more than the 1000000 allowed"},
+		{"wrong extension", []string{"eval", "--problem", "vectoradd", cu}, "takes a .py file"},
+		{"no problem flag", []string{"eval", sub}, `Required flag "problem" not set`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, stderr, code := runCLI(t, tt.args...)
+			if code != ExitUsage || !strings.Contains(stderr, tt.want) {
+				t.Errorf("kernelbox %v: exit %d, stderr %q; want exit %d and %q", tt.args, code, stderr, ExitUsage, tt.want)
+			}
+		})
+	}
+}
+
+func TestEval_PassAndFail(t *testing.T) {
+	t.Parallel()
+	testutil.RequireTorch(t)
+	stdout, stderr, code := runCLI(t, "eval", "--problem", "grayscale", "--json", lib("grayscale", "solutions", "correct", "torch_matvec.py"))
+	if code != ExitOK {
+		t.Fatalf("eval correct: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("--json output is not JSON: %v\n%s", err, stdout)
+	}
+	for _, key := range []string{"passed", "mode", "tests", "benchmarks", "score"} {
+		if _, ok := doc[key]; !ok {
+			t.Errorf("--json output has no %q: %s", key, stdout)
+		}
+	}
+	if doc["passed"] != true || doc["mode"] != "test" {
+		t.Errorf("passed = %v, mode = %v", doc["passed"], doc["mode"])
+	}
+
+	stdout, _, code = runCLI(t, "eval", "--problem", lib("grayscale"), lib("grayscale", "solutions", "wrong", "channel_mean.py"))
+	if code != ExitFailed || !strings.Contains(stdout, "✗ test 0") || !strings.Contains(stdout, "FAILED") {
+		t.Errorf("eval wrong: exit %d, stdout\n%s\nwant exit %d with a failed test", code, stdout, ExitFailed)
+	}
+}
+
+func TestEval_BrokenSubmissionsReadably(t *testing.T) {
+	t.Parallel()
+	testutil.RequireTorch(t)
+	dir := t.TempDir()
+	syntax := filepath.Join(dir, "syntax.py")
+	if err := os.WriteFile(syntax, []byte("def custom_kernel(data)\n    return data\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runCLI(t, "eval", "--problem", "vectoradd", syntax)
+	if code != ExitFailed || !strings.Contains(stdout, "SyntaxError") || strings.Contains(stderr, "panic") {
+		t.Errorf("syntax error: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+}
+
+func TestProblemsListAndExport(t *testing.T) {
+	t.Parallel()
+	stdout, _, code := runCLI(t, "problems", "list")
+	if code != 0 || len(strings.Fields(stdout)) < 12 || !strings.Contains(stdout, "vectoradd") {
+		t.Errorf("problems list: exit %d, %q", code, stdout)
+	}
+	dir := filepath.Join(t.TempDir(), "lib")
+	if _, stderr, code := runCLI(t, "problems", "export", dir); code != 0 {
+		t.Fatalf("problems export: exit %d %s", code, stderr)
+	}
+	for _, f := range []string{"kernelbox.yaml", "harness/eval.py", "vectoradd/task.yml"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("export lacks %s: %v", f, err)
+		}
+	}
+	if _, stderr, code := runCLI(t, "problems", "export", dir); code != ExitUsage || !strings.Contains(stderr, "not empty") {
+		t.Errorf("export into a full dir: exit %d %q", code, stderr)
+	}
+}
+
+func TestProblemsCheck_Invalid(t *testing.T) {
+	t.Parallel()
+	_, stderr, code := runCLI(t, "problems", "check", t.TempDir())
+	if code != ExitUsage || !strings.Contains(stderr, "no task.yml") {
+		t.Errorf("check empty dir: exit %d, %q", code, stderr)
+	}
+}

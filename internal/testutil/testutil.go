@@ -1,0 +1,41 @@
+// Package testutil holds helpers shared by kernelbox's tests: finding the
+// Python that runs the harness, and skipping out loud when it is missing.
+package testutil
+
+import (
+	"context"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+
+	"kernelbox/problems"
+)
+
+var (
+	pyOnce sync.Once
+	pyInt  *problems.Interpreter
+	pyErr  error
+)
+
+// RequireTorch returns the interpreter that imports torch, or skips the test
+// saying how to get one. Discovery runs once per test binary.
+func RequireTorch(tb testing.TB) *problems.Interpreter {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("skipped in -short mode: runs the Python harness")
+	}
+	pyOnce.Do(func() {
+		pyInt, pyErr = problems.FindPython(context.Background(), problems.PythonCandidates())
+	})
+	if pyErr != nil {
+		tb.Skipf("needs a Python with PyTorch (run packaging/setup.sh, or set PATH so python3 imports torch): %v", pyErr)
+	}
+	return pyInt
+}
+
+// RepoRoot is the module root, for tests that read the bundled library.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}

@@ -1,0 +1,198 @@
+package problems_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"kernelbox/internal/testutil"
+	"kernelbox/problems"
+)
+
+// These tests run the real Python harness with the real PyTorch.
+
+func evalFile(t *testing.T, dir string, mode problems.Mode, submission string, seed *int64) *problems.Report {
+	t.Helper()
+	it := testutil.RequireTorch(t)
+	task, err := problems.LoadTask(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(submission)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := problems.Evaluate(t.Context(), problems.ExecLauncher{}, task, problems.EvalOptions{
+		Mode: mode, Python: it.Path, Device: it.Device, Env: os.Environ(), WorkDir: t.TempDir(), Submission: src, Seed: seed,
+	})
+	if err != nil {
+		t.Fatalf("Evaluate(%s, %s) = %v", filepath.Base(submission), mode, err)
+	}
+	return rep
+}
+
+// shortTimeout copies a bundled problem with a test timeout of a few
+// seconds, for the submissions that hang.
+func shortTimeout(t *testing.T, name string) string {
+	t.Helper()
+	lib := t.TempDir()
+	if err := os.CopyFS(lib, problems.Library()); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(lib, name, "task.yml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = []byte(strings.Replace(string(data), "test_timeout: 180", "test_timeout: 8", 1))
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(lib, name)
+}
+
+func TestHarness_HostileAndBrokenSubmissions(t *testing.T) {
+	t.Parallel()
+	vectoradd := filepath.Join("library", "vectoradd")
+	tests := []struct {
+		file   string
+		dir    string
+		pass   bool
+		reason string // part of the report's reason
+	}{
+		{file: "cheat_fd.py", pass: false, reason: "wrote garbage on the harness's channel"},
+		{file: "mutates_input.py", pass: false, reason: "custom_kernel modified its input"},
+		{file: "syntax_error.py", pass: false, reason: "SyntaxError"},
+		{file: "no_kernel.py", pass: false, reason: "defines no function custom_kernel"},
+		{file: "crash.py", pass: false, reason: "the submission's process was killed by SIGSEGV"},
+		{file: "lazy_subclass.py", pass: false, reason: "plain torch.Tensor"},
+		{file: "flood.py", pass: true},
+		{file: "hang.py", dir: "short", pass: false, reason: "timed out"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			t.Parallel()
+			dir := vectoradd
+			if tt.dir == "short" {
+				dir = shortTimeout(t, "vectoradd")
+			}
+			rep := evalFile(t, dir, problems.ModeTest, filepath.Join("testdata", "submissions", tt.file), nil)
+			if rep.Passed != tt.pass || !strings.Contains(rep.Reason, tt.reason) {
+				t.Errorf("Passed = %v, Reason = %q; want %v and a reason containing %q", rep.Passed, rep.Reason, tt.pass, tt.reason)
+			}
+			for _, tr := range rep.Tests {
+				if tt.file == "cheat_fd.py" && tr.Passed() {
+					t.Errorf("test %d passed: a forged verdict reached the runner", tr.Index)
+				}
+			}
+		})
+	}
+}
+
+func TestHarness_SecretSeedIsHidden(t *testing.T) {
+	t.Parallel()
+	seed := int64(123456789)
+	rep := evalFile(t, filepath.Join("library", "vectoradd"), problems.ModeTest, filepath.Join("testdata", "submissions", "sees_secrets.py"), &seed)
+	if !rep.Passed {
+		t.Fatalf("Passed = false: %s", rep.Reason)
+	}
+}
+
+func TestHarness_SecretSeedChangesInputs(t *testing.T) {
+	t.Parallel()
+	// A private run's inputs must differ from the public ones, or a
+	// submission could memorise the public answers.
+	it := testutil.RequireTorch(t)
+	script := `
+import sys
+sys.path[:0] = sys.argv[1:]
+import torch, reference, eval as harness
+pub = reference.generate_input(rows=3, cols=5, seed=7)[0]
+sec = reference.generate_input(rows=3, cols=5, seed=harness.combine(7, 99))[0]
+print("same" if torch.equal(pub, sec) else "different")
+`
+	lib := filepath.Join(testutil.RepoRoot(), "problems", "library")
+	out, err := exec.Command(it.Path, "-c", script, filepath.Join(lib, "harness"), filepath.Join(lib, "vectoradd")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("python: %v\n%s", err, out)
+	}
+	if got := lastLineOf(string(out)); got != "different" {
+		t.Errorf("inputs under a secret seed are %q from the public ones, want different", got)
+	}
+}
+
+func lastLineOf(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+func TestHarness_PythonUnitTests(t *testing.T) {
+	t.Parallel()
+	it := testutil.RequireTorch(t)
+	cmd := exec.Command(it.Path, "-m", "unittest", "-v", "test_harness")
+	cmd.Dir = filepath.Join("testdata", "python")
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(testutil.RepoRoot(), "problems", "library", "harness"), "PYTHONDONTWRITEBYTECODE=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python -m unittest: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}
+
+func TestKernelBotProblem_RunsAsIs(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join("testdata", "kernelbot", "identity_py")
+	rep := evalFile(t, dir, problems.ModeLeaderboard, filepath.Join(dir, "submission.py"), nil)
+	if !rep.Passed || rep.Score == nil {
+		t.Fatalf("leaderboard run of a KernelBot problem: Passed %v, Score %v, Reason %q", rep.Passed, rep.Score, rep.Reason)
+	}
+	if len(rep.Benchmarks) != 1 || rep.Benchmarks[0].Spec != "size: 4096; seed: 93246" {
+		t.Errorf("benchmarks = %+v, want only the last (ranking_by defaults to last)", rep.Benchmarks)
+	}
+	rep = evalFile(t, dir, problems.ModeTest, filepath.Join("testdata", "submissions", "identity_wrong.py"), nil)
+	if rep.Passed || !strings.Contains(rep.Reason, "output differs from the input") {
+		t.Errorf("wrong submission: Passed %v, Reason %q", rep.Passed, rep.Reason)
+	}
+}
+
+// TestLibrary_Fixtures is `kernelbox problems check` over the whole bundled
+// library on this machine's backend: every correct fixture and template
+// passes, every wrong fixture fails, and the first correct fixture of each
+// problem gets a scored leaderboard run.
+func TestLibrary_Fixtures(t *testing.T) {
+	it := testutil.RequireTorch(t)
+	// Keep the timed phases short: this checks the pipeline, not speed.
+	env := append(os.Environ(), "KERNELBOX_BENCH_BUDGET_S=0.05", "KERNELBOX_BENCH_WALL_S=0.5", "KERNELBOX_BENCH_MAX_REPEATS=10")
+	for _, name := range problems.LibraryNames() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			task, err := problems.LoadTask(filepath.Join("library", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !task.RunsOn(it.Device) {
+				t.Skipf("%s does not run on %s", name, it.Device)
+			}
+			results, err := problems.CheckProblem(t.Context(), problems.ExecLauncher{}, task, problems.CheckOptions{
+				Python: it, Env: env, Scratch: t.TempDir(), RankCorrect: true, Templates: true,
+			})
+			if err != nil {
+				t.Fatalf("CheckProblem() = %v", err)
+			}
+			ranked := false
+			for _, r := range results {
+				if !r.OK {
+					t.Errorf("%s (%s): %s", problems.FixtureLabel(r.Path), r.Mode, r.Problems)
+				}
+				if r.Report != nil && r.Report.Score != nil {
+					ranked = true
+				}
+			}
+			if !ranked {
+				t.Error("no fixture got a score")
+			}
+		})
+	}
+}

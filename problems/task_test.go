@@ -1,0 +1,266 @@
+package problems
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// writeProblem makes a problem directory with the given task.yml and the
+// files a minimal valid one refers to.
+func writeProblem(t *testing.T, taskYML string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range map[string]string{"reference.py": "", "eval.py": "", "tmpl.py": ""} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "task.yml"), []byte(taskYML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+const validTask = `files:
+  - {name: submission.py, source: "@SUBMISSION@"}
+  - {name: reference.py, source: reference.py}
+  - {name: eval.py, source: eval.py}
+lang: py
+config: {main: eval.py}
+templates: {Python: tmpl.py}
+tests:
+  - {size: 127, seed: 1}
+  - {size: 128, seed: 2}
+benchmarks:
+  - {size: 4096, seed: 3}
+test_timeout: 60
+ranking_by: geom
+`
+
+func TestLoadTask_Valid(t *testing.T) {
+	t.Parallel()
+	task, err := LoadTask(writeProblem(t, validTask))
+	if err != nil {
+		t.Fatalf("LoadTask() = %v", err)
+	}
+	if got, want := task.SubmissionFile(), "submission.py"; got != want {
+		t.Errorf("SubmissionFile() = %q, want %q", got, want)
+	}
+	if task.TestTimeout != 60*time.Second || task.BenchmarkTimeout != DefaultTimeout {
+		t.Errorf("timeouts = %v, %v; want 60s and the default", task.TestTimeout, task.BenchmarkTimeout)
+	}
+	if got := FormatCases(task.Tests); got != "size: 127; seed: 1\nsize: 128; seed: 2\n" {
+		t.Errorf("FormatCases(tests) = %q", got)
+	}
+	if task.RankingBy != RankGeom || task.Lang != LangPython || task.Config.Main != "eval.py" {
+		t.Errorf("task = %+v", task)
+	}
+}
+
+func TestLoadTask_Invalid(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		yml  string
+		want []string // substrings of the error, each naming file:line field
+	}{
+		{"not yaml", "files: [", []string{"task.yml: not valid YAML"}},
+		{"not a mapping", "- a\n- b\n", []string{"task.yml:1: top level must be a mapping"}},
+		{"missing required", "lang: py\nconfig: {main: eval.py}\n", []string{"files: is required", "tests: is required", "benchmarks: is required"}},
+		{"bad lang", strings.Replace(validTask, "lang: py", "lang: rust", 1), []string{`task.yml:5: lang: must be py or cu, got "rust"`}},
+		{"bad ranking", strings.Replace(validTask, "ranking_by: geom", "ranking_by: best", 1), []string{`ranking_by: must be last, mean or geom`}},
+		{"no submission", strings.Replace(validTask, `"@SUBMISSION@"`, "reference.py", 1), []string{"files: exactly one file must have source @SUBMISSION@, found 0"}},
+		{"missing source", strings.Replace(validTask, "source: eval.py", "source: ../nowhere/eval.py", 1), []string{`task.yml:4: files[2].source: source "../nowhere/eval.py": no such file`}},
+		{"escaping name", strings.Replace(validTask, "name: eval.py", "name: ../eval.py", 1), []string{`files[2].name: "../eval.py" must be a clean relative path`}},
+		{"main not a file", strings.Replace(validTask, "config: {main: eval.py}", "config: {main: run.py}", 1), []string{`config.main: "run.py" is not one of the files`}},
+		{"timeout type", strings.Replace(validTask, "test_timeout: 60", "test_timeout: soon", 1), []string{`task.yml:13: test_timeout: must be an integer, got the scalar "soon"`}},
+		{"timeout range", strings.Replace(validTask, "test_timeout: 60", "test_timeout: -5", 1), []string{"test_timeout: must be between 1 and 86400 seconds, got -5"}},
+		{"case list value", strings.Replace(validTask, "{size: 127, seed: 1}", "{size: [1, 2], seed: 1}", 1), []string{"tests[0].size: must be a number, true/false or a word, got a list"}},
+		{"case bad value", strings.Replace(validTask, "{size: 127, seed: 1}", `{size: "1; 2", seed: 1}`, 1), []string{`tests[0].size: value "1; 2" must be`}},
+		{"case bad seed", strings.Replace(validTask, "{size: 127, seed: 1}", "{size: 127, seed: abc}", 1), []string{`tests[0].seed: must be an integer, got "abc"`}},
+		{"no cases", strings.Replace(validTask, "benchmarks:\n  - {size: 4096, seed: 3}", "benchmarks: []", 1), []string{"benchmarks: has no cases"}},
+		{"duplicate key", validTask + "lang: cu\n", []string{"task.yml:15: lang: appears twice"}},
+		{"unknown template", strings.Replace(validTask, "{Python: tmpl.py}", "{Rust: tmpl.py}", 1), []string{"templates.Rust: unknown template kind"}},
+		{"multi_gpu needs world_size", validTask + "multi_gpu: true\n", []string{"tests[0].world_size: multi_gpu problems need a positive integer world_size"}},
+		{"cu needs sources", strings.Replace(validTask, "lang: py\nconfig: {main: eval.py}", "lang: cu\nconfig: {sources: [main.cu]}", 1), []string{`config.sources[0]: "main.cu" is not one of the files`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := LoadTask(writeProblem(t, tt.yml))
+			if err == nil {
+				t.Fatalf("LoadTask() = nil error, want one mentioning %q", tt.want)
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("LoadTask() error %v does not wrap ErrInvalid", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("LoadTask() error =\n%v\nwant it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadTask_Warnings(t *testing.T) {
+	t.Parallel()
+	yml := strings.Replace(validTask, "{size: 128, seed: 2}", "{size: 128}", 1) + "leaderboard_icon: fire\n"
+	task, err := LoadTask(writeProblem(t, yml))
+	if err != nil {
+		t.Fatalf("LoadTask() = %v", err)
+	}
+	joined := strings.Join(task.Warnings, "\n")
+	for _, w := range []string{`unknown field "leaderboard_icon" is ignored`, "tests[1] has no seed"} {
+		if !strings.Contains(joined, w) {
+			t.Errorf("Warnings = %q, want one containing %q", task.Warnings, w)
+		}
+	}
+}
+
+func TestLoadTask_Missing(t *testing.T) {
+	t.Parallel()
+	_, err := LoadTask(t.TempDir())
+	if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "no task.yml") {
+		t.Fatalf("LoadTask(empty dir) = %v, want a 'no task.yml' ErrInvalid", err)
+	}
+}
+
+func TestLibrary_AllProblemsLoad(t *testing.T) {
+	t.Parallel()
+	names := LibraryNames()
+	if len(names) < 12 {
+		t.Fatalf("LibraryNames() = %v, want at least 12 problems", names)
+	}
+	for _, name := range names {
+		task, err := LoadTask(filepath.Join("library", name))
+		if err != nil {
+			t.Errorf("LoadTask(%s) = %v", name, err)
+			continue
+		}
+		if len(task.Warnings) > 0 {
+			t.Errorf("%s: warnings %q", name, task.Warnings)
+		}
+		if len(task.Tests) < 5 {
+			t.Errorf("%s: %d tests, want at least 5", name, len(task.Tests))
+		}
+		for _, key := range []string{"Python", "Triton", "CUDA"} {
+			if task.Templates[key] == "" {
+				t.Errorf("%s: no %s template", name, key)
+			}
+		}
+		fx, err := task.FindFixtures()
+		if err != nil || len(fx.Correct) == 0 || len(fx.Wrong) == 0 {
+			t.Errorf("%s: fixtures %+v, %v; want at least one correct and one wrong", name, fx, err)
+		}
+		if task.Description == "" {
+			t.Errorf("%s: no description", name)
+		}
+	}
+}
+
+func TestLoadCompetition_Library(t *testing.T) {
+	t.Parallel()
+	comp, err := LoadCompetition(filepath.Join("library", LibraryCompetition))
+	if err != nil {
+		t.Fatalf("LoadCompetition() = %v", err)
+	}
+	var got []string
+	for _, p := range comp.Problems {
+		got = append(got, p.Name)
+		if p.Deadline.Year() != 2100 {
+			t.Errorf("%s: deadline %v, want the competition's 2100-12-31", p.Name, p.Deadline)
+		}
+	}
+	// The competition file opens every bundled problem.
+	want := LibraryNames()
+	if diff := cmp.Diff(sortedCopy(want), sortedCopy(got)); diff != "" {
+		t.Errorf("competition problems differ from the library (-library +competition):\n%s", diff)
+	}
+}
+
+func sortedCopy(s []string) []string {
+	out := append([]string(nil), s...)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+func TestLoadCompetition_Invalid(t *testing.T) {
+	t.Parallel()
+	dir := writeProblem(t, validTask)
+	comp := filepath.Join(filepath.Dir(dir), "comp.yaml")
+	body := "description: x\ndeadline: tomorrow\nproblems:\n  - {directory: " + filepath.Base(dir) + ", gpus: [H200]}\n  - {directory: missing}\n  - {name: nodir}\n"
+	if err := os.WriteFile(comp, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadCompetition(comp)
+	if err == nil {
+		t.Fatal("LoadCompetition() = nil error")
+	}
+	for _, w := range []string{"name: is required", `comp.yaml:2: deadline: "tomorrow" is not a date`, "comp.yaml:5: problems[1]: load problem", "problems[2].directory: is required"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("LoadCompetition() error =\n%v\nwant it to contain %q", err, w)
+		}
+	}
+}
+
+func TestParseDeadline(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"2100-12-31":                "2100-12-31T00:00:00Z",
+		"2025-11-29 6:59":           "2025-11-29T06:59:00Z",
+		"2025-11-29 16:59":          "2025-11-29T16:59:00Z",
+		"2026-03-01T12:00:00+01:00": "2026-03-01T11:00:00Z",
+	} {
+		got, err := ParseDeadline(in)
+		if err != nil || got.Format(time.RFC3339) != want {
+			t.Errorf("ParseDeadline(%q) = %v, %v; want %s", in, got, err, want)
+		}
+	}
+	if _, err := ParseDeadline("next week"); err == nil {
+		t.Error(`ParseDeadline("next week") = nil error`)
+	}
+}
+
+func FuzzParseTask(f *testing.F) {
+	f.Add([]byte(validTask))
+	f.Add([]byte("files: [{name: a, source: b}]\nlang: cu\nconfig: {sources: [a], defines: {X: 1}}\n"))
+	f.Add([]byte("tests: [{a: 1}, 3, [x]]\n"))
+	dir := f.TempDir()
+	for _, name := range []string{"reference.py", "eval.py", "tmpl.py"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			f.Fatal(err)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		task, err := ParseTask(dir, "task.yml", data)
+		if err == nil && task == nil {
+			t.Fatal("ParseTask() = nil, nil")
+		}
+		if err != nil && !errors.Is(err, ErrInvalid) {
+			t.Fatalf("ParseTask() error %v does not wrap ErrInvalid", err)
+		}
+		if err == nil {
+			// Whatever loads must write a cases file that reads back the same.
+			back, err := ParseCases(strings.NewReader(FormatCases(task.Tests)))
+			if err != nil {
+				t.Fatalf("ParseCases(FormatCases(tests)) = %v", err)
+			}
+			if diff := cmp.Diff(task.Tests, back); diff != "" {
+				t.Fatalf("cases round trip (-want +got):\n%s", diff)
+			}
+		}
+	})
+}

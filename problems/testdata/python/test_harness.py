@@ -1,0 +1,109 @@
+"""Unit tests of the harness's Python side (run by TestHarness_PythonUnitTests)."""
+
+import os
+import tempfile
+import unittest
+
+import torch
+
+import eval as harness
+import kbutils
+
+
+class CombineTest(unittest.TestCase):
+    def test_secret_changes_seed_and_is_deterministic(self):
+        self.assertNotEqual(harness.combine(42, 1), harness.combine(42, 2))
+        self.assertEqual(harness.combine(42, 7), harness.combine(42, 7))
+        self.assertNotEqual(harness.combine(1, 2), harness.combine(2, 1))
+        self.assertLess(harness.combine(2**62, 2**62), 2**63)
+
+
+class CasesTest(unittest.TestCase):
+    def test_read_cases(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write("size: 127; seed: -3; flag: true; name: bf16; scale: 0.5\n\nsize: 1; seed: 2\n")
+        try:
+            cases = harness.read_cases(f.name)
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(cases, [{"size": 127, "seed": -3, "flag": True, "name": "bf16", "scale": 0.5}, {"size": 1, "seed": 2}])
+
+    def test_bad_case(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write("size 127\n")
+        try:
+            with self.assertRaises(ValueError):
+                harness.read_cases(f.name)
+        finally:
+            os.unlink(f.name)
+
+
+class StatsTest(unittest.TestCase):
+    def test_stats(self):
+        s = harness.stats([1.0, 2.0, 3.0, 4.0])
+        self.assertEqual(s["runs"], 4)
+        self.assertAlmostEqual(s["mean"], 2.5)
+        self.assertAlmostEqual(s["std"], 1.2909944487)
+        self.assertAlmostEqual(s["err"], 1.2909944487 / 2)
+        self.assertEqual((s["best"], s["worst"]), (1.0, 4.0))
+
+
+class AllcloseTest(unittest.TestCase):
+    def test_match(self):
+        e = torch.tensor([1.0, float("nan"), float("inf")])
+        self.assertEqual(kbutils.verbose_allclose(e.clone(), e), [])
+
+    def test_tolerance_and_first_mismatches(self):
+        e = torch.zeros(10)
+        r = e.clone()
+        r[3] = 1.0
+        r[7] = -2.0
+        reasons = kbutils.verbose_allclose(r, e, rtol=0, atol=0.5)
+        self.assertIn("2 of 10 elements differ", reasons[0])
+        self.assertIn("at (3,): got 1, expected 0", reasons[1])
+        self.assertIn("at (7,): got -2, expected 0", reasons[2])
+
+    def test_nan_where_finite_expected(self):
+        r = torch.tensor([float("nan")])
+        self.assertIn("1 of 1", kbutils.verbose_allclose(r, torch.tensor([0.0]), rtol=1, atol=1)[0])
+
+    def test_inf_sign(self):
+        r = torch.tensor([float("-inf")])
+        self.assertTrue(kbutils.verbose_allclose(r, torch.tensor([float("inf")])))
+
+    def test_shape_dtype(self):
+        self.assertIn("shape mismatch", kbutils.verbose_allclose(torch.zeros(2, 3), torch.zeros(3, 2))[0])
+        self.assertIn("dtype mismatch", kbutils.verbose_allclose(torch.zeros(2), torch.zeros(2, dtype=torch.float64))[0])
+        self.assertIn("expected a torch.Tensor", kbutils.verbose_allclose([1, 2], torch.zeros(2))[0])
+
+    def test_exact_for_integers(self):
+        self.assertTrue(kbutils.verbose_allclose(torch.tensor([1, 2]), torch.tensor([1, 3]), rtol=1, atol=1))
+
+
+class DataTest(unittest.TestCase):
+    def test_clone_is_deep(self):
+        data = (torch.zeros(3), [torch.ones(2)], {"k": torch.ones(1)}, 5)
+        c = kbutils.clone_data(data)
+        c[0].add_(1)
+        c[1][0].add_(1)
+        self.assertTrue(kbutils.same_data(data, (torch.zeros(3), [torch.ones(2)], {"k": torch.ones(1)}, 5)))
+        self.assertFalse(kbutils.same_data(data, c))
+
+    def test_same_data_nan(self):
+        x = torch.tensor([float("nan"), 1.0])
+        self.assertTrue(kbutils.same_data(x, x.clone()))
+
+    def test_deterministic_restores(self):
+        before = torch.are_deterministic_algorithms_enabled()
+        with kbutils.deterministic():
+            self.assertTrue(torch.are_deterministic_algorithms_enabled())
+        self.assertEqual(torch.are_deterministic_algorithms_enabled(), before)
+
+    def test_generator_is_seeded(self):
+        a = torch.randn(4, generator=kbutils.generator(5, "cpu"))
+        b = torch.randn(4, generator=kbutils.generator(5, "cpu"))
+        self.assertTrue(torch.equal(a, b))
+
+
+if __name__ == "__main__":
+    unittest.main()
