@@ -1,6 +1,7 @@
 package problems_test
 
 import (
+	"encoding/base64"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -194,5 +195,53 @@ func TestLibrary_Fixtures(t *testing.T) {
 				t.Error("no fixture got a score")
 			}
 		})
+	}
+}
+
+func requireCUDA(t *testing.T) {
+	t.Helper()
+	if it := testutil.RequireTorch(t); it.Device != "cuda" {
+		t.Skipf("needs a GPU: this machine's PyTorch (%s) sees none; run on the GPU machine (bench/gpu-check.sh)", it.Path)
+	}
+}
+
+func TestHarness_CUDAErrorIsExit110(t *testing.T) {
+	t.Parallel()
+	requireCUDA(t)
+	rep := evalFile(t, filepath.Join("library", "vectoradd"), problems.ModeTest, filepath.Join("testdata", "submissions", "cuda_assert.py"), nil)
+	if rep.Passed || rep.Phases[0].ExitCode != problems.ExitCUDA {
+		t.Errorf("Passed %v, exit %d (%s); want a failure with exit %d", rep.Passed, rep.Phases[0].ExitCode, rep.Reason, problems.ExitCUDA)
+	}
+}
+
+func TestCUDAProblem_NativeHarness(t *testing.T) {
+	t.Parallel()
+	requireCUDA(t)
+	if _, err := exec.LookPath("nvcc"); err != nil {
+		t.Skip("needs nvcc on PATH")
+	}
+	dir := filepath.Join("testdata", "cuda_identity")
+	rep := evalFile(t, dir, problems.ModeLeaderboard, filepath.Join(dir, "submission.cu"), nil)
+	if !rep.Passed || rep.Score == nil {
+		t.Fatalf("lang cu leaderboard: Passed %v, Score %v, Reason %q, phases %+v", rep.Passed, rep.Score, rep.Reason, rep.Phases)
+	}
+	if rep.Phases[0].Name != "compile" {
+		t.Errorf("first phase %q, want compile", rep.Phases[0].Name)
+	}
+	rep = evalFile(t, dir, problems.ModeTest, filepath.Join(dir, "wrong.cu"), nil)
+	if rep.Passed || !strings.Contains(rep.Reason, "elements differ") {
+		t.Errorf("wrong lang cu submission: Passed %v, Reason %q", rep.Passed, rep.Reason)
+	}
+}
+
+func TestHarness_ProfileMode(t *testing.T) {
+	t.Parallel()
+	rep := evalFile(t, filepath.Join("library", "softmax"), problems.ModeProfile, filepath.Join("library", "softmax", "solutions", "correct", "torch_softmax.py"), nil)
+	if !rep.Passed || len(rep.Benchmarks) == 0 {
+		t.Fatalf("profile: Passed %v, Reason %q", rep.Passed, rep.Reason)
+	}
+	report, err := base64.StdEncoding.DecodeString(rep.Benchmarks[0].Report)
+	if err != nil || !strings.Contains(string(report), "softmax") {
+		t.Errorf("profile report = %q, %v; want a profiler table naming softmax", report, err)
 	}
 }

@@ -4,6 +4,7 @@ package testutil
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -34,8 +35,22 @@ func RequireTorch(tb testing.TB) *problems.Interpreter {
 	return pyInt
 }
 
-// RepoRoot is the module root, for tests that read the bundled library.
+// RepoRoot is the module root, for tests that read the bundled library. It
+// is found from the working directory (a test runs in its package's
+// directory), so a test binary built here also runs in a copy of the tree
+// elsewhere, as on the GPU machine.
 func RepoRoot() string {
+	dir, err := os.Getwd()
+	if err == nil {
+		for d := dir; ; d = filepath.Dir(d) {
+			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+				return d
+			}
+			if filepath.Dir(d) == d {
+				break
+			}
+		}
+	}
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
