@@ -18,7 +18,7 @@ build: ## build bin/kernelbox
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kernelbox
 
 demo: setup build ## evaluate the bundled vectoradd solution in leaderboard mode on this machine
-	./$(BIN) eval --problem vectoradd --mode leaderboard problems/library/vectoradd/solutions/correct/torch_add.py
+	./$(BIN) eval --problem vectoradd --mode leaderboard problems/library/vectoradd/solutions/correct/chunked_add.py
 
 test: setup ## run every test: Go, the Python harness, every bundled problem's fixtures
 	$(GO) test -count=1 -timeout 40m ./...

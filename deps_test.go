@@ -38,3 +38,17 @@ func TestImportDirection(t *testing.T) {
 		}
 	}
 }
+
+// TestPackageDocs: every package says what it holds (STYLE.md practice 22).
+func TestPackageDocs(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}|{{.Doc}}`, "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, doc, _ := strings.Cut(line, "|")
+		if strings.TrimSpace(doc) == "" {
+			t.Errorf("package %s has no doc comment", pkg)
+		}
+	}
+}

@@ -31,7 +31,7 @@ func TestEval_UsageErrors(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bad, "task.yml"), []byte("lang: [py\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sub := lib("vectoradd", "solutions", "correct", "torch_add.py")
+	sub := lib("vectoradd", "solutions", "correct", "chunked_add.py")
 	big := filepath.Join(t.TempDir(), "big.py")
 	if err := os.WriteFile(big, bytes.Repeat([]byte("#"), 2_000_000), 0o644); err != nil {
 		t.Fatal(err)
@@ -69,7 +69,7 @@ func TestEval_UsageErrors(t *testing.T) {
 func TestEval_PassAndFail(t *testing.T) {
 	t.Parallel()
 	testutil.RequireTorch(t)
-	stdout, stderr, code := runCLI(t, "eval", "--problem", "grayscale", "--json", lib("grayscale", "solutions", "correct", "torch_matvec.py"))
+	stdout, stderr, code := runCLI(t, "eval", "--problem", "grayscale", "--json", lib("grayscale", "solutions", "correct", "channel_slices.py"))
 	if code != ExitOK {
 		t.Fatalf("eval correct: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}

@@ -1,8 +1,0 @@
-# PyTorch starting point: correct, and the baseline to beat.
-import torch
-
-
-def custom_kernel(data):
-    x, w1, b1, w2, b2 = data
-    h = torch.nn.functional.gelu(torch.addmm(b1, x, w1))
-    return torch.addmm(b2, h, w2)
