@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"runtime/debug"
 
 	"github.com/urfave/cli/v2"
@@ -67,7 +66,7 @@ func version() string {
 
 // NewApp builds the kernelbox command line. It writes only to stdout and
 // stderr, and never exits the process.
-func NewApp(stdout, stderr io.Writer, logger *slog.Logger) *cli.App {
+func NewApp(stdout, stderr io.Writer) *cli.App {
 	app := &cli.App{
 		Name:      "kernelbox",
 		Usage:     "a self-hosted GPU-kernel competition box",
@@ -84,14 +83,12 @@ func NewApp(stdout, stderr io.Writer, logger *slog.Logger) *cli.App {
 			return &ExitError{Code: ExitUsage, Err: err}
 		},
 	}
-	app.Metadata = map[string]any{"logger": logger}
 	return app
 }
 
 // Run runs the command line with args (args[0] is the program name).
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return NewApp(stdout, stderr, logger).RunContext(ctx, args)
+	return NewApp(stdout, stderr).RunContext(ctx, args)
 }
 
 var pythonFlag = &cli.StringFlag{
@@ -101,7 +98,6 @@ var pythonFlag = &cli.StringFlag{
 }
 
 func findPython(c *cli.Context) (*problems.Interpreter, error) {
-	var explicit []string
 	if p := c.String("python"); p != "" {
 		it, err := problems.ProbePython(c.Context, p)
 		if err != nil {
@@ -109,7 +105,7 @@ func findPython(c *cli.Context) (*problems.Interpreter, error) {
 		}
 		return it, nil
 	}
-	it, err := problems.FindPython(c.Context, problems.PythonCandidates(explicit...))
+	it, err := problems.FindPython(c.Context, problems.PythonCandidates())
 	if err != nil {
 		return nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("%w\ninstall PyTorch (on Debian: apt-get install python3-torch, or run packaging/setup.sh) or pass --python", err)}
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
@@ -147,13 +148,11 @@ func readSubmission(path string) ([]byte, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("submission %s: the file is empty", path)
 	}
-	if !isUTF8(data) {
+	if !utf8.Valid(data) {
 		return nil, errors.New("submission " + path + ": not UTF-8 text")
 	}
 	return data, nil
 }
-
-func isUTF8(b []byte) bool { return strings.ToValidUTF8(string(b), "\uFFFD") == string(b) }
 
 // writeReport prints the human-readable table of an evaluation.
 func writeReport(w io.Writer, rep *problems.Report, verbose bool) {

@@ -160,7 +160,7 @@ func Evaluate(ctx context.Context, l Launcher, t *Task, opts EvalOptions) (*Repo
 	case ModeProfile:
 		steps = []step{{"profile", benches, t.BenchmarkTimeout}}
 	default:
-		return nil, fmt.Errorf("evaluate: %w", errors.New("unknown mode "+string(opts.Mode)))
+		return nil, fmt.Errorf("evaluate: unknown mode %q", opts.Mode)
 	}
 
 	env := append([]string(nil), opts.Env...)

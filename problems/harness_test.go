@@ -92,6 +92,26 @@ func TestHarness_HostileAndBrokenSubmissions(t *testing.T) {
 	}
 }
 
+func TestHarness_BadCaseIsExit113(t *testing.T) {
+	t.Parallel()
+	// A case key that generate_input does not take is the problem's fault,
+	// not the submission's: exit 113.
+	dir := shortTimeout(t, "vectoradd")
+	path := filepath.Join(dir, "task.yml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = []byte(strings.Replace(string(data), "{rows: 1, cols: 127, seed: 4242}", "{rows: 1, cols: 127, depth: 3, seed: 4242}", 1))
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep := evalFile(t, dir, problems.ModeTest, filepath.Join(dir, "templates", "torch.py"), nil)
+	if rep.Passed || rep.Phases[0].ExitCode != problems.ExitBadCase || !strings.Contains(rep.Reason, "depth") {
+		t.Errorf("Passed %v, exit %d, reason %q; want exit %d naming the key", rep.Passed, rep.Phases[0].ExitCode, rep.Reason, problems.ExitBadCase)
+	}
+}
+
 func TestHarness_SecretSeedIsHidden(t *testing.T) {
 	t.Parallel()
 	seed := int64(123456789)
@@ -132,9 +152,10 @@ func lastLineOf(s string) string {
 func TestHarness_PythonUnitTests(t *testing.T) {
 	t.Parallel()
 	it := testutil.RequireTorch(t)
-	cmd := exec.Command(it.Path, "-m", "unittest", "-v", "test_harness")
+	cmd := exec.Command(it.Path, "-m", "unittest", "-v", "test_harness", "test_library")
 	cmd.Dir = filepath.Join("testdata", "python")
-	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(testutil.RepoRoot(), "problems", "library", "harness"), "PYTHONDONTWRITEBYTECODE=1")
+	lib := filepath.Join(testutil.RepoRoot(), "problems", "library")
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(lib, "harness"), "KERNELBOX_LIBRARY="+lib, "PYTHONDONTWRITEBYTECODE=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("python -m unittest: %v\n%s", err, out)
@@ -236,7 +257,7 @@ func TestCUDAProblem_NativeHarness(t *testing.T) {
 
 func TestHarness_ProfileMode(t *testing.T) {
 	t.Parallel()
-	rep := evalFile(t, filepath.Join("library", "softmax"), problems.ModeProfile, filepath.Join("library", "softmax", "solutions", "correct", "stable_exp.py"), nil)
+	rep := evalFile(t, filepath.Join("library", "softmax"), problems.ModeProfile, filepath.Join("library", "softmax", "templates", "torch.py"), nil)
 	if !rep.Passed || len(rep.Benchmarks) == 0 {
 		t.Fatalf("profile: Passed %v, Reason %q", rep.Passed, rep.Reason)
 	}

@@ -131,7 +131,7 @@ def is_cuda_error(text: str) -> bool:
 
 
 # ---------------------------------------------------------------- worker side
-# Everything below runs in the spawned worker, next to the submission.
+# Everything below runs in the worker, next to the submission.
 
 
 class _Worker:
@@ -187,17 +187,19 @@ class _Worker:
         return ok, msg
 
     def run_once(self, case):
-        """Generate, run the reference first, run the submission on a clone,
-        check against the pristine input. Returns (ok, message)."""
+        """Generate, compute the reference first, run the submission on a
+        clone and check it against the pristine input. Returns (ok, message)."""
         data = self.ref.generate_input(**case)
         expected = self.expected(data)
-        kernel = self.load_submission()
+        return self.run_checked(self.load_submission(), data, expected)
+
+    def run_checked(self, kernel, data, expected):
         arg = self.kb.clone_data(data)
-        output = kernel(arg)
+        out = kernel(arg)
         self.sync()
         if not self.kb.same_data(arg, data):
             return False, "custom_kernel modified its input; inputs must be left as they were"
-        return self.check(data, expected, output)
+        return self.check(data, expected, out)
 
     def flush_l2(self):
         if self.dev != "cuda":
@@ -264,14 +266,6 @@ class _Worker:
                 if s["mean"] * len(times) > budget_s * 1e9 or time.perf_counter() - wall0 > wall_s:
                     break
         return {"times": times}
-
-    def run_checked(self, kernel, data, expected):
-        arg = self.kb.clone_data(data)
-        out = kernel(arg)
-        self.sync()
-        if not self.kb.same_data(arg, data):
-            return False, "custom_kernel modified its input; inputs must be left as they were"
-        return self.check(data, expected, out)
 
     def profile(self, case):
         torch = self.torch
