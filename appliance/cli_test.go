@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -131,5 +132,17 @@ func TestProblemsCheck_Invalid(t *testing.T) {
 	_, stderr, code := runCLI(t, "problems", "check", t.TempDir())
 	if code != ExitUsage || !strings.Contains(stderr, "no task.yml") {
 		t.Errorf("check empty dir: exit %d, %q", code, stderr)
+	}
+}
+
+func TestEval_NativeProblemWithoutNVCC(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("nvcc"); err == nil {
+		t.Skip("nvcc is on PATH; the GPU run covers lang cu (problems TestCUDAProblem_NativeHarness)")
+	}
+	dir := filepath.Join(testutil.RepoRoot(), "problems", "testdata", "cuda_identity")
+	_, stderr, code := runCLI(t, "eval", "--problem", dir, filepath.Join(dir, "submission.cu"))
+	if code != ExitUsage || !strings.Contains(stderr, "needs nvcc on PATH") {
+		t.Errorf("exit %d, stderr %q; want %d and a message about nvcc", code, stderr, ExitUsage)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -89,8 +90,14 @@ func runEval(c *cli.Context) error {
 	if want := task.SubmissionFile(); filepath.Ext(want) != filepath.Ext(subPath) {
 		return usageError("eval: %s takes a %s file (it becomes %s), got %s", task.Name, filepath.Ext(want), want, subPath)
 	}
-	it, err := findPython(c)
-	if err != nil {
+	var it *problems.Interpreter
+	if task.Lang == problems.LangCUDA {
+		// A native harness needs nvcc and a GPU, not Python.
+		if _, err := exec.LookPath("nvcc"); err != nil {
+			return usageError("eval: %s is a lang cu problem and needs nvcc on PATH (the CUDA toolkit)", task.Name)
+		}
+		it = &problems.Interpreter{Device: "cuda"}
+	} else if it, err = findPython(c); err != nil {
 		return err
 	}
 	if !task.RunsOn(it.Device) && it.Device == "cpu" {
@@ -118,7 +125,11 @@ func runEval(c *cli.Context) error {
 			return usageError("eval: %v", err)
 		}
 	} else {
-		fmt.Fprintf(w, "problem %s · mode %s · device %s · python %s (torch %s)\n", task.Name, mode, it.Device, it.Path, it.Torch)
+		runtime := "native (nvcc)"
+		if it.Path != "" {
+			runtime = fmt.Sprintf("python %s (torch %s)", it.Path, it.Torch)
+		}
+		fmt.Fprintf(w, "problem %s · mode %s · device %s · %s\n", task.Name, mode, it.Device, runtime)
 		writeReport(w, rep, c.Bool("verbose"))
 		if keep {
 			fmt.Fprintf(w, "work directory: %s\n", work)
