@@ -5,6 +5,9 @@ VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # Lazy binding: the NVML library is bound only when first called, so the
 # binary starts on hosts without the NVIDIA driver.
 LDFLAGS := -X kernelbox/appliance.Version=$(VERSION) -extldflags=-Wl,-z,lazy
+# seccomp in libcontainer needs cgo, libseccomp-dev and this tag.
+export CGO_ENABLED := 1
+export GOFLAGS := -tags=seccomp
 
 .PHONY: help setup build demo test test/race test/short lint tidy
 
@@ -20,7 +23,7 @@ build: ## build bin/kernelbox
 demo: setup build ## evaluate the bundled vectoradd solution in leaderboard mode on this machine
 	./$(BIN) eval --problem vectoradd --mode leaderboard problems/library/vectoradd/solutions/correct/chunked_add.py
 
-test: setup ## run every test: Go, the Python harness, every bundled problem's fixtures
+test: setup ## run every test: Go, the Python harness, every problem's fixtures, the sandbox red team (as root)
 	$(GO) test -count=1 -timeout 40m ./...
 
 test/short: ## the fast tests only (no Python, no fixtures)

@@ -1,0 +1,201 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The red-team suite: hostile programs, each with what it must see. Each
+// prints "BLOCKED" when the sandbox stopped it and "ESCAPED ..." when not.
+func TestRedTeam(t *testing.T) {
+	t.Parallel()
+	r := newTestRuntime(t)
+	// A listener on the host's loopback: a run must not reach it.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("host\n"))
+			c.Close()
+		}
+	}()
+	hostPort := ln.Addr().(*net.TCPAddr).Port
+
+	py := func(code string) string { return "exec python3 -c '" + code + "'" }
+	syscallProbe := func(nr int, args string) string {
+		return py(`import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.syscall(` + itoa(nr) + args + `)
+print("BLOCKED" if r == -1 and ctypes.get_errno() in (1, 38) else "ESCAPED %d errno %d" % (r, ctypes.get_errno()))`)
+	}
+	tests := []struct {
+		name, script string
+	}{
+		{"tcp to a host listener", py(`import socket
+try:
+    s = socket.create_connection(("127.0.0.1", ` + itoa(hostPort) + `), timeout=2); print("ESCAPED", s.recv(10))
+except OSError as e: print("BLOCKED", e)`)},
+		{"udp socket", py(`import socket
+try: socket.socket(socket.AF_INET, socket.SOCK_DGRAM); print("ESCAPED")
+except OSError: print("BLOCKED")`)},
+		{"ipv6 socket", py(`import socket
+try: socket.socket(socket.AF_INET6, socket.SOCK_STREAM); print("ESCAPED")
+except OSError: print("BLOCKED")`)},
+		{"raw packet socket", py(`import socket
+try: socket.socket(socket.AF_PACKET, socket.SOCK_RAW); print("ESCAPED")
+except OSError: print("BLOCKED")`)},
+		{"vsock", py(`import socket
+try: socket.socket(40, socket.SOCK_STREAM); print("ESCAPED")
+except OSError: print("BLOCKED")`)},
+		{"netlink", py(`import socket
+try: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW); print("ESCAPED")
+except OSError: print("BLOCKED")`)},
+		{"dns lookup", py(`import socket
+try: socket.getaddrinfo("example.com", 80); print("ESCAPED")
+except OSError: print("BLOCKED")`)},
+		{"listening tcp server", py(`import socket
+try:
+    s = socket.socket(); s.bind(("0.0.0.0", 8022)); s.listen(); print("ESCAPED")
+except OSError: print("BLOCKED")`)},
+		{"pip install", `python3 -m pip install --no-cache-dir --timeout 3 requests >/dev/null 2>&1 && echo ESCAPED || echo BLOCKED`},
+		{"io_uring_setup", syscallProbe(425, ", 8, ctypes.create_string_buffer(120)")},
+		{"keyctl", syscallProbe(250, ", 0, 0")},
+		{"add_key", syscallProbe(248, ", b\"user\", b\"k\", b\"v\", 1, -3")},
+		{"bpf", syscallProbe(321, ", 0, 0, 0")},
+		{"perf_event_open", syscallProbe(298, ", ctypes.create_string_buffer(128), 0, -1, -1, 0")},
+		{"ptrace attach", syscallProbe(101, ", 16, 1, 0, 0")},
+		{"process_vm_readv", syscallProbe(310, ", 1, 0, 0, 0, 0, 0")},
+		{"unshare user namespace", `unshare -U true 2>/dev/null && echo ESCAPED || echo BLOCKED`},
+		{"unshare mount namespace", syscallProbe(272, ", 0x00020000")},
+		{"clone with new namespace", syscallProbe(56, ", 0x10000000 | 17, 0, 0, 0, 0")},
+		{"mount tmpfs", syscallProbe(165, ", b\"none\", b\"/tmp\", b\"tmpfs\", 0, 0")},
+		{"reboot", syscallProbe(169, ", 0xfee1dead, 672274793, 0x1234567, 0")},
+		{"setns", syscallProbe(308, ", 0, 0")},
+		{"kexec_load", syscallProbe(246, ", 0, 0, 0, 0")},
+		{"write outside tmp", `echo x > /etc/owned 2>/dev/null && echo ESCAPED || echo BLOCKED`},
+		{"write to usr", `echo x > /usr/owned 2>/dev/null && echo ESCAPED || echo BLOCKED`},
+		{"write /proc/self/exe", py(`try:
+    open("/proc/self/exe", "wb").write(b"x"); print("ESCAPED")
+except OSError: print("BLOCKED")`)},
+		{"setuid binary gains nothing", `su -c 'id -u' root </dev/null >/dev/null 2>&1 && echo ESCAPED || echo BLOCKED`},
+		{"no host devices", `ls /dev | grep -qE 'sd|vd|nvme|mem|kmsg|nvidia' && echo ESCAPED || echo BLOCKED`},
+		{"mknod a disk", `mknod /tmp/disk b 8 0 2>/dev/null && echo ESCAPED || echo BLOCKED`},
+		{"host processes invisible", py(`import os
+mine = [p for p in os.listdir("/proc") if p.isdigit()]
+seen = [open("/proc/%s/cmdline" % p, "rb").read() for p in mine]
+print("ESCAPED %s" % seen if len(mine) > 5 or any(b"sandbox" + b".test" in c for c in seen) else "BLOCKED")`)},
+		{"host environment invisible", `tr '\0' '\n' < /proc/1/environ | grep -q KERNELBOX_HOST_SECRET && echo ESCAPED || echo BLOCKED`},
+		{"fd leak probe", py(`import os
+fds = sorted(int(f) for f in os.listdir("/proc/self/fd"))
+print("BLOCKED" if fds[:4] == [0, 1, 2, 3] and len(fds) <= 5 else "ESCAPED %s" % fds)`)},
+		{"no capabilities", `grep -q '^CapEff:\s*0000000000000000' /proc/self/status && grep -q '^NoNewPrivs:\s*1' /proc/self/status && echo BLOCKED || echo ESCAPED`},
+		{"seccomp is on", `grep -q '^Seccomp:\s*2' /proc/self/status && echo BLOCKED || echo ESCAPED`},
+		{"fork bomb is contained", `sh -c 'i=0; while [ $i -lt 500 ]; do sleep 2 & i=$((i+1)); done; echo ESCAPED' 2>/dev/null; echo BLOCKED`},
+	}
+	os.Setenv("KERNELBOX_HOST_SECRET", "1")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := shSpec(tt.script)
+			s.Limits.Pids = 64
+			s.Limits.WallTime = 15 * time.Second
+			s.ResultPipe = true
+			res, err := r.Run(t.Context(), s)
+			if err != nil {
+				t.Fatalf("Run() = %v", err)
+			}
+			out := strings.TrimSpace(string(res.Stdout))
+			if !strings.HasPrefix(lastLine(out), "BLOCKED") {
+				t.Errorf("verdict %s, stdout %q, stderr %q: want BLOCKED", res.Verdict, out, truncate(res.Stderr))
+			}
+		})
+	}
+}
+
+// TestRuntime_LeavesNothing: after a run, its cgroup, state and run
+// directory are gone, and a process it left cannot survive.
+func TestRuntime_LeavesNothing(t *testing.T) {
+	t.Parallel()
+	r := newTestRuntime(t)
+	s := shSpec(`(setsid sh -c 'sleep 300' &) ; echo started`)
+	res, err := r.Run(t.Context(), s)
+	if err != nil || res.Verdict != VerdictOK {
+		t.Fatalf("Run() = %+v, %v", res, err)
+	}
+	for _, d := range []string{"state", "runs"} {
+		entries, _ := os.ReadDir(filepath.Join(r.root, d))
+		if len(entries) != 0 {
+			t.Errorf("%s holds %d entries after the run", d, len(entries))
+		}
+	}
+	matches, _ := filepath.Glob("/sys/fs/cgroup/*/kernelbox/kb-*")
+	more, _ := filepath.Glob("/sys/fs/cgroup/kernelbox/kb-*")
+	for _, m := range append(matches, more...) {
+		// Other tests' runs may be alive; ours must not be among them.
+		if strings.Contains(m, "kb-") {
+			if procs, err := os.ReadFile(filepath.Join(m, "cgroup.procs")); err == nil && strings.Contains(string(procs), "sleep") {
+				t.Errorf("cgroup %s still has processes", m)
+			}
+		}
+	}
+	out, _ := os.ReadFile("/proc/self/status")
+	_ = out
+	if pids := findProcs("sleep 300"); len(pids) > 0 {
+		t.Errorf("a process of the run survived: %v", pids)
+	}
+}
+
+func findProcs(cmdline string) []string {
+	var found []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(strings.ReplaceAll(string(b), "\x00", " "), cmdline) {
+			found = append(found, e.Name())
+		}
+	}
+	return found
+}
+
+func lastLine(s string) string {
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+func itoa(n int) string {
+	return strings.TrimSpace(strings.Replace(fmtInt(n), "+", "", 1))
+}
+
+func fmtInt(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	var b []byte
+	for n > 0 {
+		b = append([]byte{byte('0' + n%10)}, b...)
+		n /= 10
+	}
+	if neg {
+		b = append([]byte{'-'}, b...)
+	}
+	return string(b)
+}

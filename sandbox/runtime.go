@@ -1,0 +1,286 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/opencontainers/runc/libcontainer"
+	"golang.org/x/sys/unix"
+)
+
+// Runtime runs sandboxes. Its state lives under Root: libcontainer's state
+// in Root/state and each run's root filesystem in Root/runs.
+type Runtime struct {
+	root         string
+	cgroupParent string
+	logger       *slog.Logger
+}
+
+// NewRuntime prepares a runtime rooted at root. It needs root privileges.
+func NewRuntime(root string, logger *slog.Logger) (*Runtime, error) {
+	if os.Geteuid() != 0 {
+		return nil, errors.New("sandbox: needs root (namespaces, cgroups and uid changes)")
+	}
+	for _, d := range []string{"state", "runs"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o700); err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+	}
+	return &Runtime{root: root, cgroupParent: "kernelbox", logger: logger.With("component", "sandbox")}, nil
+}
+
+// CleanStale kills and removes the containers and run directories an
+// earlier process left (a crash, a reboot), so nothing of theirs runs on.
+func (r *Runtime) CleanStale() (int, error) {
+	entries, err := os.ReadDir(filepath.Join(r.root, "state"))
+	if err != nil {
+		return 0, fmt.Errorf("clean stale sandboxes: %w", err)
+	}
+	n := 0
+	for _, e := range entries {
+		if c, err := libcontainer.Load(filepath.Join(r.root, "state"), e.Name()); err == nil {
+			_ = c.Signal(unix.SIGKILL)
+			if err := c.Destroy(); err != nil {
+				r.logger.Warn("destroy stale container", "container", e.Name(), "err", err)
+			}
+		}
+		_ = os.RemoveAll(filepath.Join(r.root, "state", e.Name()))
+		_ = os.RemoveAll(filepath.Join(r.root, "runs", e.Name()))
+		n++
+	}
+	runs, _ := os.ReadDir(filepath.Join(r.root, "runs"))
+	for _, e := range runs {
+		_ = os.RemoveAll(filepath.Join(r.root, "runs", e.Name()))
+	}
+	return n, nil
+}
+
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "kb-" + hex.EncodeToString(b[:])
+}
+
+// Run runs one spec to its end and returns what happened. An error means
+// the spec was invalid; a failure inside the sandbox is a Result with
+// VerdictSandboxErr.
+func (r *Runtime) Run(ctx context.Context, s Spec) (*Result, error) {
+	if s.UID == 0 {
+		s.UID = nobody
+	}
+	if s.GID == 0 {
+		s.GID = nobody
+	}
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	id := newID()
+	runDir := filepath.Join(r.root, "runs", id)
+	defer os.RemoveAll(runDir)
+	rootfs := filepath.Join(runDir, "rootfs")
+	res := &Result{}
+	fail := func(op string, err error) (*Result, error) {
+		res.Verdict = VerdictSandboxErr
+		res.Error = fmt.Sprintf("%s: %v", op, err)
+		return res, nil
+	}
+	if err := buildRootfs(rootfs, &s); err != nil {
+		return fail("build root filesystem", err)
+	}
+	config := configFor(id, rootfs, r.cgroupParent, &s)
+	container, err := libcontainer.Create(filepath.Join(r.root, "state"), id, config)
+	if err != nil {
+		return fail("create container", err)
+	}
+	defer func() {
+		if err := container.Destroy(); err != nil {
+			r.logger.Warn("destroy container", "container", id, "err", err)
+		}
+	}()
+
+	limit := s.Limits.OutputBytes
+	stdout, stderr, result := &capWriter{limit: limit}, &capWriter{limit: limit}, &capWriter{limit: limit}
+	env := append([]string(nil), s.Env...)
+	proc := &libcontainer.Process{
+		Args: s.Args, Env: env, UID: s.UID, GID: s.GID, Cwd: "/work",
+		Stdout: stdout, Stderr: stderr, Init: true,
+	}
+	var pr, pw *os.File
+	if s.ResultPipe {
+		if pr, pw, err = os.Pipe(); err != nil {
+			return fail("result pipe", err)
+		}
+		defer pr.Close()
+		proc.ExtraFiles = []*os.File{pw}
+		proc.Env = append(proc.Env, "POPCORN_FD=3")
+	}
+	start := time.Now()
+	if err := container.Run(proc); err != nil {
+		if pw != nil {
+			pw.Close()
+		}
+		return fail("start", err)
+	}
+	readDone := make(chan struct{})
+	if pw != nil {
+		pw.Close()
+		go func() {
+			defer close(readDone)
+			_, _ = io.Copy(result, pr)
+		}()
+	} else {
+		close(readDone)
+	}
+
+	waited := make(chan *os.ProcessState, 1)
+	go func() {
+		ps, _ := proc.Wait()
+		waited <- ps
+	}()
+	timer := time.NewTimer(s.Limits.WallTime)
+	defer timer.Stop()
+	var ps *os.ProcessState
+	timedOut, cancelled := false, false
+	select {
+	case ps = <-waited:
+	case <-timer.C:
+		timedOut = true
+	case <-ctx.Done():
+		cancelled = true
+	}
+	if ps == nil {
+		// Killing the init of a PID namespace kills every process in it.
+		_ = container.Signal(unix.SIGKILL)
+		ps = <-waited
+	}
+	res.Wall = time.Since(start)
+	select {
+	case <-readDone:
+	case <-time.After(2 * time.Second):
+		pr.Close()
+		<-readDone
+	}
+	if state, err := container.State(); err != nil {
+		r.logger.Warn("container state", "container", id, "err", err)
+	} else if state.Config.Cgroups != nil {
+		if st, err := readStats(state.Config.Cgroups.Path, state.CgroupPaths); err == nil {
+			res.PeakMemory, res.CPU, res.OOMKills = st.peak, st.cpu, st.oom
+		} else {
+			r.logger.Warn("read cgroup stats", "container", id, "err", err)
+		}
+	}
+	res.Stdout, res.Stderr, res.ResultData = stdout.buf.Bytes(), stderr.buf.Bytes(), result.buf.Bytes()
+	res.Truncated = stdout.dropped+stderr.dropped+result.dropped > 0
+	res.ExitCode = -1
+	if ps != nil {
+		res.ExitCode = ps.ExitCode()
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.Signal = unix.SignalName(ws.Signal())
+		}
+	}
+	switch {
+	case cancelled:
+		return fail("run", ctx.Err())
+	case timedOut:
+		res.Verdict = VerdictTimeout
+	case res.OOMKills > 0:
+		res.Verdict = VerdictOOM
+	case res.Signal != "":
+		res.Verdict = VerdictSignal
+	case res.ExitCode != 0:
+		res.Verdict = VerdictExit
+	case res.Truncated:
+		res.Verdict = VerdictOutputLimit
+	default:
+		res.Verdict = VerdictOK
+	}
+	return res, nil
+}
+
+// buildRootfs lays out the empty root: mount points, the merged-/usr
+// symlinks of the host, a minimal /etc, and the work files to copy up.
+func buildRootfs(rootfs string, s *Spec) error {
+	for _, d := range []string{"proc", "dev", "sys", "tmp", "work", "etc", "usr"} {
+		if err := os.MkdirAll(filepath.Join(rootfs, d), 0o755); err != nil {
+			return err
+		}
+	}
+	// /bin, /lib, ... are symlinks into /usr on merged-usr hosts; the same
+	// links here make binaries find their interpreter and libraries.
+	for _, name := range []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"} {
+		if target, err := os.Readlink("/" + name); err == nil {
+			if err := os.Symlink(target, filepath.Join(rootfs, name)); err != nil {
+				return err
+			}
+		}
+	}
+	etc := map[string]string{
+		"passwd": fmt.Sprintf("root:x:0:0:root:/root:/usr/sbin/nologin\nnobody:x:%d:%d:nobody:/work:/usr/sbin/nologin\n", s.UID, s.GID),
+		"group":  fmt.Sprintf("root:x:0:\nnogroup:x:%d:\n", s.GID),
+		"hosts":  "127.0.0.1 localhost\n::1 localhost\n",
+		// Names resolve from /etc/hosts only: there is no resolver to ask.
+		"nsswitch.conf": "hosts: files\n",
+	}
+	for name, body := range etc {
+		if err := os.WriteFile(filepath.Join(rootfs, "etc", name), []byte(body), 0o644); err != nil {
+			return err
+		}
+	}
+	work := filepath.Join(rootfs, "work")
+	if s.WorkDir != "" {
+		if err := os.CopyFS(work, os.DirFS(s.WorkDir)); err != nil {
+			return fmt.Errorf("copy work directory: %w", err)
+		}
+	}
+	return filepath.WalkDir(work, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, s.UID, s.GID)
+	})
+}
+
+// DefaultBinds are the host paths a run needs to start programs: /usr, and
+// the top-level library directories on hosts where they are not symlinks.
+func DefaultBinds() []Bind {
+	binds := []Bind{{Source: "/usr"}}
+	for _, name := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
+		if st, err := os.Lstat(name); err == nil && st.IsDir() {
+			binds = append(binds, Bind{Source: name})
+		}
+	}
+	return binds
+}
+
+// capWriter keeps the first limit bytes and counts the rest.
+type capWriter struct {
+	buf     bytes.Buffer
+	limit   int
+	dropped int64
+}
+
+func (w *capWriter) Write(p []byte) (int, error) {
+	room := w.limit - w.buf.Len()
+	if room >= len(p) {
+		return w.buf.Write(p)
+	}
+	if room > 0 {
+		w.buf.Write(p[:room])
+	}
+	w.dropped += int64(len(p) - max(room, 0))
+	return len(p), nil
+}
+

@@ -1,0 +1,142 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"kernelbox/policies"
+)
+
+func newTestRuntime(t *testing.T) *Runtime {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: run the tests as root (CI does) to start real containers")
+	}
+	r, err := NewRuntime(t.TempDir(), slog.New(slog.NewTextHandler(testWriter{t}, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+func shSpec(script string) Spec {
+	l := policies.DefaultLimits()
+	l.WallTime = 20 * time.Second
+	l.Memory = 256 << 20
+	l.TmpSize = 64 << 20
+	l.OutputBytes = 64 << 10
+	return Spec{Args: []string{"/bin/sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin", "HOME=/work"}, Binds: DefaultBinds(), Limits: l}
+}
+
+func TestRuntime_Basics(t *testing.T) {
+	t.Parallel()
+	r := newTestRuntime(t)
+	work := t.TempDir()
+	if err := os.WriteFile(work+"/in.txt", []byte("payload"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := shSpec(`id -u; id -g; cat in.txt; echo; pwd; echo x > /work/out && echo wrote-work; echo y > /tmp/t && echo wrote-tmp; echo z > /usr/z 2>/dev/null || echo usr-ro; echo result >&3`)
+	s.WorkDir = work
+	s.ResultPipe = true
+	res, err := r.Run(t.Context(), s)
+	if err != nil {
+		t.Fatalf("Run() = %v", err)
+	}
+	if res.Verdict != VerdictOK {
+		t.Fatalf("verdict %s (%s), stderr %q", res.Verdict, res.Error, res.Stderr)
+	}
+	want := "65534\n65534\npayload\n/work\nwrote-work\nwrote-tmp\nusr-ro\n"
+	if string(res.Stdout) != want {
+		t.Errorf("stdout = %q, want %q", res.Stdout, want)
+	}
+	if string(res.ResultData) != "result\n" {
+		t.Errorf("result pipe = %q", res.ResultData)
+	}
+	if res.PeakMemory == 0 {
+		t.Errorf("peak memory not read")
+	}
+}
+
+func TestRuntime_Verdicts(t *testing.T) {
+	t.Parallel()
+	r := newTestRuntime(t)
+	tests := []struct {
+		name   string
+		script string
+		edit   func(*Spec)
+		want   Verdict
+		check  func(*testing.T, *Result)
+	}{
+		{name: "exit code", script: "exit 7", want: VerdictExit, check: func(t *testing.T, res *Result) {
+			if res.ExitCode != 7 {
+				t.Errorf("exit code %d, want 7", res.ExitCode)
+			}
+		}},
+		// A real fault: PID 1 of a namespace ignores signals sent to it by
+		// its own processes, but not the kernel's.
+		{name: "signal", script: "exec python3 -c 'import ctypes; ctypes.string_at(0)'", want: VerdictSignal, check: func(t *testing.T, res *Result) {
+			if res.Signal != "SIGSEGV" {
+				t.Errorf("signal %q, want SIGSEGV", res.Signal)
+			}
+		}},
+		{name: "sleep forever", script: "sleep 1000", edit: func(s *Spec) { s.Limits.WallTime = 500 * time.Millisecond }, want: VerdictTimeout},
+		{name: "detached child outlives nothing", script: "(setsid sleep 1000 &) ; sleep 1000", edit: func(s *Spec) { s.Limits.WallTime = 500 * time.Millisecond }, want: VerdictTimeout},
+		{name: "output flood", script: "head -c 10000000 /dev/zero", want: VerdictOutputLimit, check: func(t *testing.T, res *Result) {
+			if len(res.Stdout) != 64<<10 {
+				t.Errorf("stdout %d bytes, want the 64 KiB cap", len(res.Stdout))
+			}
+		}},
+		{name: "tmpfs fill", script: "head -c 100000000 /dev/zero > /tmp/big", want: VerdictExit},
+		{name: "file size rlimit", script: "head -c 3000000 /dev/zero > /work/big", edit: func(s *Spec) { s.Limits.FileSize = 1 << 20 }, want: VerdictExit,
+			check: func(t *testing.T, res *Result) {
+				if res.ExitCode != 128+25 { // SIGXFSZ killed head
+					t.Errorf("exit code %d, want 153 (SIGXFSZ)", res.ExitCode)
+				}
+			}},
+		{name: "memory bomb", script: "python3 -c 'b = bytearray(1 << 30)'", want: VerdictOOM},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := shSpec(tt.script)
+			if tt.edit != nil {
+				tt.edit(&s)
+			}
+			start := time.Now()
+			res, err := r.Run(t.Context(), s)
+			if err != nil {
+				t.Fatalf("Run() = %v", err)
+			}
+			if res.Verdict != tt.want {
+				t.Errorf("verdict %s (exit %d, signal %q, oom %d, err %q, stderr %q), want %s",
+					res.Verdict, res.ExitCode, res.Signal, res.OOMKills, res.Error, truncate(res.Stderr), tt.want)
+			}
+			if tt.check != nil {
+				tt.check(t, res)
+			}
+			if time.Since(start) > 15*time.Second {
+				t.Errorf("run took %v", time.Since(start))
+			}
+		})
+	}
+}
+
+func truncate(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 300 {
+		return s[:300] + "..."
+	}
+	return s
+}

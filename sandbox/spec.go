@@ -1,0 +1,117 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+
+	"kernelbox/policies"
+)
+
+// Bind is a host path made visible inside the sandbox, read-only unless
+// Writable.
+type Bind struct {
+	Source      string `json:"source"`
+	Destination string `json:"destination"` // Source when empty
+	Writable    bool   `json:"writable,omitempty"`
+}
+
+// Device is a host device node passed into the sandbox, with the matching
+// device-cgroup rule (the GPU's nodes come through here).
+type Device struct {
+	Path  string `json:"path"`
+	Type  rune   `json:"type"` // 'c' or 'b'
+	Major int64  `json:"major"`
+	Minor int64  `json:"minor"`
+}
+
+// Spec is one run.
+type Spec struct {
+	Args []string `json:"args"`
+	Env  []string `json:"env"`
+	// WorkDir is a host directory whose contents are copied into the run's
+	// work directory (/work, a tmpfs) before it starts; empty for none.
+	WorkDir string   `json:"work_dir,omitempty"`
+	Binds   []Bind   `json:"binds"`
+	Devices []Device `json:"devices,omitempty"`
+	Limits  policies.Limits
+	// UID and GID run the process; 65534 (nobody) by default.
+	UID, GID int
+	// ResultPipe, when set, gives the process an extra descriptor (fd 3) to
+	// write a result stream to, and POPCORN_FD=3 in its environment.
+	ResultPipe bool
+}
+
+// Verdict is how a run ended.
+type Verdict string
+
+// The verdicts of a run.
+const (
+	VerdictOK          Verdict = "ok"
+	VerdictExit        Verdict = "nonzero_exit"
+	VerdictSignal      Verdict = "signal"
+	VerdictTimeout     Verdict = "timeout"
+	VerdictOOM         Verdict = "oom"
+	VerdictOutputLimit Verdict = "output_limit"
+	VerdictSandboxErr  Verdict = "sandbox_error"
+)
+
+// Result is what a run left behind.
+type Result struct {
+	Verdict    Verdict       `json:"verdict"`
+	ExitCode   int           `json:"exit_code"`
+	Signal     string        `json:"signal,omitempty"`
+	Wall       time.Duration `json:"wall_ns"`
+	CPU        time.Duration `json:"cpu_ns"`
+	PeakMemory uint64        `json:"peak_memory_bytes"`
+	OOMKills   uint64        `json:"oom_kills,omitempty"`
+	Stdout     []byte        `json:"stdout"`
+	Stderr     []byte        `json:"stderr"`
+	ResultData []byte        `json:"result,omitempty"`
+	Truncated  bool          `json:"truncated,omitempty"`
+	Error      string        `json:"error,omitempty"` // for sandbox_error
+}
+
+// ErrInvalidSpec is wrapped by every error about a Spec that cannot run.
+var ErrInvalidSpec = errors.New("invalid sandbox spec")
+
+const nobody = 65534
+
+var envRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+
+func (s *Spec) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrInvalidSpec)
+	}
+	if len(s.Args) == 0 {
+		return bad("no command")
+	}
+	if err := s.Limits.Validate(); err != nil {
+		return bad("%v", err)
+	}
+	for _, e := range s.Env {
+		if !envRE.MatchString(e) {
+			return bad("environment entry %q is not NAME=value", e)
+		}
+	}
+	for _, b := range s.Binds {
+		if !filepath.IsAbs(b.Source) || (b.Destination != "" && !filepath.IsAbs(b.Destination)) {
+			return bad("bind %s -> %s: paths must be absolute", b.Source, b.Destination)
+		}
+		if _, err := os.Stat(b.Source); err != nil {
+			return bad("bind %s: %v", b.Source, err)
+		}
+	}
+	for _, d := range s.Devices {
+		if d.Type != 'c' && d.Type != 'b' {
+			return bad("device %s: type must be c or b", d.Path)
+		}
+	}
+	if s.UID == 0 || s.GID == 0 {
+		return bad("runs as root are not allowed")
+	}
+	return nil
+}
