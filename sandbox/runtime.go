@@ -283,4 +283,3 @@ func (w *capWriter) Write(p []byte) (int, error) {
 	w.dropped += int64(len(p) - max(room, 0))
 	return len(p), nil
 }
-
