@@ -78,6 +78,7 @@ func NewApp(stdout, stderr io.Writer) *cli.App {
 		Commands: []*cli.Command{
 			evalCommand(),
 			problemsCommand(),
+			sandboxCommand(),
 		},
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return &ExitError{Code: ExitUsage, Err: err}

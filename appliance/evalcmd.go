@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"kernelbox/policies"
 	"kernelbox/problems"
 )
 
@@ -35,6 +37,8 @@ func evalCommand() *cli.Command {
 			&cli.StringFlag{Name: "seed", Usage: "a secret seed, as a private run would get (POPCORN_SEED)"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep the work directory and print where it is"},
 			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show the harness's stdout and stderr"},
+			&cli.BoolFlag{Name: "sandbox", Usage: "run every phase in the sandbox, as the daemon will (needs root)"},
+			&cli.StringSliceFlag{Name: "bind", Usage: "with --sandbox: an extra read-only bind SRC[:DST] (repeatable)"},
 			pythonFlag,
 		},
 		Action: runEval,
@@ -107,8 +111,23 @@ func runEval(c *cli.Context) error {
 	if err := os.Mkdir(work, 0o755); err != nil {
 		return usageError("eval: %v", err)
 	}
-	rep, err := problems.Evaluate(c.Context, problems.ExecLauncher{}, task, problems.EvalOptions{
-		Mode: mode, Python: it.Path, Device: it.Device, Seed: seed, Env: os.Environ(), WorkDir: work, Submission: sub,
+	var launcher problems.Launcher = problems.ExecLauncher{}
+	env := os.Environ()
+	if c.Bool("sandbox") {
+		extra, err := bindsFrom(c)
+		if err != nil {
+			return usageError("eval: %v", err)
+		}
+		rt, cleanup, err := newOneShotRuntime(slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		if err != nil {
+			return usageError("eval --sandbox: %v", err)
+		}
+		defer cleanup()
+		launcher = &sandboxLauncher{rt: rt, binds: harnessBinds(it, extra), limits: policies.ForMode(string(mode), 0)}
+		env = sandboxEnv()
+	}
+	rep, err := problems.Evaluate(c.Context, launcher, task, problems.EvalOptions{
+		Mode: mode, Python: it.Path, Device: it.Device, Seed: seed, Env: env, WorkDir: work, Submission: sub,
 	})
 	if err != nil {
 		return &ExitError{Code: ExitUsage, Err: err}

@@ -219,6 +219,8 @@ func judgePhase(name string, out Outcome, ncases int) Phase {
 	case out.TimedOut:
 		ph.ExitCode = ExitTimeout
 		ph.Reason = "timed out"
+	case out.OOM:
+		ph.Reason = "ran out of memory (killed at the memory limit)"
 	case out.ExitCode == -1:
 		ph.Reason = "harness killed by " + out.Signal
 	case perr != nil:

@@ -29,6 +29,7 @@ type Outcome struct {
 	ExitCode  int    // -1 when the process died of a signal
 	Signal    string // the signal's name when it did
 	TimedOut  bool
+	OOM       bool // killed for going over its memory limit (sandboxed runs)
 	Stdout    []byte
 	Stderr    []byte
 	Truncated bool // some output went past OutputLimit

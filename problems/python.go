@@ -18,13 +18,19 @@ type Interpreter struct {
 	Torch  string `json:"torch"`
 	// Device is what problems will generate inputs on: cuda (also ROCm) or cpu.
 	Device string `json:"device"`
+	// Dirs are the directories the interpreter and its packages live in
+	// (prefix, base prefix, the executable's real directory): what a
+	// sandbox must bind for it to start.
+	Dirs []string `json:"dirs,omitempty"`
 }
 
 // ErrNoTorch says that no candidate interpreter could import torch.
 var ErrNoTorch = errors.New("no Python interpreter that imports torch")
 
-const probeScript = `import sys, torch
-print(sys.version.split()[0], torch.__version__, "cuda" if torch.cuda.is_available() else "cpu")`
+const probeScript = `import os, sys, torch
+print(sys.version.split()[0], torch.__version__, "cuda" if torch.cuda.is_available() else "cpu")
+dirs = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)), os.path.dirname(os.path.realpath(torch.__file__))}
+print("\t".join(sorted(dirs)))`
 
 // PythonCandidates lists interpreters to try, in order: the explicit ones,
 // then every python3 and python on PATH. The harness interpreter is thus
@@ -86,9 +92,13 @@ func ProbePython(ctx context.Context, path string) (*Interpreter, error) {
 		}
 		return nil, errors.New(truncate(msg, 200))
 	}
-	f := strings.Fields(strings.TrimSpace(lastLine(string(out))))
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(lines) < 2 {
+		return nil, fmt.Errorf("unexpected probe output %q", truncate(string(out), 200))
+	}
+	f := strings.Fields(lines[len(lines)-2])
 	if len(f) != 3 {
 		return nil, fmt.Errorf("unexpected probe output %q", truncate(string(out), 200))
 	}
-	return &Interpreter{Path: path, Python: f[0], Torch: f[1], Device: f[2]}, nil
+	return &Interpreter{Path: path, Python: f[0], Torch: f[1], Device: f[2], Dirs: strings.Split(lines[len(lines)-1], "\t")}, nil
 }

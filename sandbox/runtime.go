@@ -21,6 +21,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Errors of NewRuntime, for hosts or builds that cannot sandbox.
+var (
+	ErrNotRoot   = errors.New("sandbox: needs root (namespaces, cgroups and uid changes)")
+	ErrNoSeccomp = errors.New("sandbox: this binary was built without seccomp support (build with cgo and -tags seccomp, as make build does)")
+)
+
 // Runtime runs sandboxes. Its state lives under Root: libcontainer's state
 // in Root/state and each run's root filesystem in Root/runs.
 type Runtime struct {
@@ -32,7 +38,10 @@ type Runtime struct {
 // NewRuntime prepares a runtime rooted at root. It needs root privileges.
 func NewRuntime(root string, logger *slog.Logger) (*Runtime, error) {
 	if os.Geteuid() != 0 {
-		return nil, errors.New("sandbox: needs root (namespaces, cgroups and uid changes)")
+		return nil, ErrNotRoot
+	}
+	if !seccompBuilt {
+		return nil, ErrNoSeccomp
 	}
 	for _, d := range []string{"state", "runs"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o700); err != nil {
@@ -253,12 +262,14 @@ func buildRootfs(rootfs string, s *Spec) error {
 	})
 }
 
-// DefaultBinds are the host paths a run needs to start programs: /usr, and
-// the top-level library directories on hosts where they are not symlinks.
+// DefaultBinds are the host paths a run needs to start programs: /usr, the
+// top-level library directories on hosts where they are not symlinks, and
+// the two pieces of /etc the dynamic loader uses: its cache, and the
+// alternatives links through which Debian points at BLAS and LAPACK.
 func DefaultBinds() []Bind {
 	binds := []Bind{{Source: "/usr"}}
-	for _, name := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
-		if st, err := os.Lstat(name); err == nil && st.IsDir() {
+	for _, name := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/alternatives", "/etc/ld.so.cache"} {
+		if st, err := os.Lstat(name); err == nil && (st.IsDir() || st.Mode().IsRegular()) {
 			binds = append(binds, Bind{Source: name})
 		}
 	}

@@ -17,6 +17,9 @@ func newTestRuntime(t *testing.T) *Runtime {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: run the tests as root (CI does) to start real containers")
 	}
+	if !seccompBuilt {
+		t.Skip("needs the seccomp build tag: run make test, or go test -tags seccomp")
+	}
 	r, err := NewRuntime(t.TempDir(), slog.New(slog.NewTextHandler(testWriter{t}, nil)))
 	if err != nil {
 		t.Fatal(err)
