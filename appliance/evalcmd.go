@@ -39,6 +39,7 @@ func evalCommand() *cli.Command {
 			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show the harness's stdout and stderr"},
 			&cli.BoolFlag{Name: "sandbox", Usage: "run every phase in the sandbox, as the daemon will (needs root)"},
 			&cli.StringSliceFlag{Name: "bind", Usage: "with --sandbox: an extra read-only bind SRC[:DST] (repeatable)"},
+			deviceFlag,
 			pythonFlag,
 		},
 		Action: runEval,
@@ -123,7 +124,11 @@ func runEval(c *cli.Context) error {
 			return usageError("eval --sandbox: %v", err)
 		}
 		defer cleanup()
-		launcher = &sandboxLauncher{rt: rt, binds: harnessBinds(it, extra), limits: policies.ForMode(string(mode), 0)}
+		devices, err := devicesFrom(c)
+		if err != nil {
+			return usageError("eval: %v", err)
+		}
+		launcher = &sandboxLauncher{rt: rt, binds: harnessBinds(it, extra), devices: devices, limits: policies.ForMode(string(mode), 0)}
 		env = sandboxEnv()
 	}
 	rep, err := problems.Evaluate(c.Context, launcher, task, problems.EvalOptions{

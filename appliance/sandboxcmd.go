@@ -22,9 +22,10 @@ import (
 // sandboxLauncher runs harness processes in the sandbox: problems drives
 // the phases, sandbox isolates each one.
 type sandboxLauncher struct {
-	rt     *sandbox.Runtime
-	binds  []sandbox.Bind
-	limits policies.Limits
+	rt      *sandbox.Runtime
+	binds   []sandbox.Bind
+	devices []sandbox.Device
+	limits  policies.Limits
 }
 
 var _ problems.Launcher = (*sandboxLauncher)(nil)
@@ -39,7 +40,7 @@ func (l *sandboxLauncher) Launch(ctx context.Context, in problems.Launch) (probl
 	if in.OutputLimit > 0 {
 		lim.OutputBytes = in.OutputLimit
 	}
-	res, err := l.rt.Run(ctx, sandbox.Spec{Args: in.Argv, Env: in.Env, WorkDir: in.Dir, Binds: l.binds, Limits: lim, ResultPipe: true})
+	res, err := l.rt.Run(ctx, sandbox.Spec{Args: in.Argv, Env: in.Env, WorkDir: in.Dir, Binds: l.binds, Devices: l.devices, Limits: lim, ResultPipe: true})
 	if err != nil {
 		return problems.Outcome{}, err
 	}
@@ -60,7 +61,8 @@ func (l *sandboxLauncher) Launch(ctx context.Context, in problems.Launch) (probl
 // sandboxEnv is the whole environment of a sandboxed harness: nothing of
 // the host's leaks in, except the timing knobs a problem author may set.
 func sandboxEnv() []string {
-	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/work", "TMPDIR=/tmp", "LANG=C.UTF-8"}
+	// The CUDA toolkit's bin is on PATH for nvcc and ncu where it is bound.
+	env := []string{"PATH=/usr/local/bin:/usr/local/cuda/bin:/usr/bin:/bin", "HOME=/work", "TMPDIR=/tmp", "LANG=C.UTF-8"}
 	for _, e := range os.Environ() {
 		if strings.HasPrefix(e, "KERNELBOX_BENCH_") {
 			env = append(env, e)
@@ -117,7 +119,26 @@ func limitFlags() []cli.Flag {
 		&cli.StringFlag{Name: "tmp-size", Value: formatBytes(d.TmpSize), Usage: "size of /tmp, /work and /dev/shm each"},
 		&cli.StringFlag{Name: "output-limit", Value: formatBytes(int64(d.OutputBytes)), Usage: "cap on each of stdout and stderr"},
 		&cli.StringSliceFlag{Name: "bind", Usage: "extra read-only bind SRC[:DST] (repeatable; append :rw for writable)"},
+		deviceFlag,
 	}
+}
+
+// deviceFlag passes host device nodes in by hand; the GPU lease will do it
+// for the daemon.
+var deviceFlag = &cli.StringSliceFlag{Name: "device", Usage: "a host device node to pass in, such as /dev/nvidia0 (repeatable)"}
+
+// devicesFrom turns --device paths into sandbox devices, reading each
+// node's type and numbers from the host.
+func devicesFrom(c *cli.Context) ([]sandbox.Device, error) {
+	var out []sandbox.Device
+	for _, p := range c.StringSlice("device") {
+		d, err := sandbox.HostDevice(p)
+		if err != nil {
+			return nil, fmt.Errorf("--device %s: %w", p, err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
 }
 
 func limitsFrom(c *cli.Context) (policies.Limits, []sandbox.Bind, error) {
@@ -198,9 +219,13 @@ func runSandbox(c *cli.Context) error {
 		return usageError("sandbox run: %v", err)
 	}
 	defer cleanup()
+	devices, err := devicesFrom(c)
+	if err != nil {
+		return usageError("sandbox run: %v", err)
+	}
 	res, err := rt.Run(c.Context, sandbox.Spec{
 		Args: c.Args().Slice(), Env: sandboxEnv(), WorkDir: c.String("workdir"),
-		Binds: append(sandbox.DefaultBinds(), binds...), Limits: limits,
+		Binds: append(sandbox.DefaultBinds(), binds...), Devices: devices, Limits: limits,
 	})
 	if err != nil {
 		return usageError("sandbox run: %v", err)

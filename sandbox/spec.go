@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"kernelbox/policies"
 )
 
@@ -114,4 +116,23 @@ func (s *Spec) validate() error {
 		return bad("runs as root are not allowed")
 	}
 	return nil
+}
+
+// HostDevice describes the host's device node at path (type and numbers),
+// to pass into a run.
+func HostDevice(path string) (Device, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return Device{}, err
+	}
+	d := Device{Path: path, Major: int64(unix.Major(st.Rdev)), Minor: int64(unix.Minor(st.Rdev))}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFCHR:
+		d.Type = 'c'
+	case unix.S_IFBLK:
+		d.Type = 'b'
+	default:
+		return Device{}, fmt.Errorf("%s is not a device node", path)
+	}
+	return d, nil
 }
