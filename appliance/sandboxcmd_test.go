@@ -102,3 +102,35 @@ func TestSandbox_HarnessFilesStayOnHost(t *testing.T) {
 		t.Errorf("host file now %q", b)
 	}
 }
+
+// TestSandbox_HostileSubmissions: the harness's own defences hold inside
+// the sandbox too: a submission forging verdicts on every descriptor fails,
+// and the secret seed and result descriptor stay hidden from it.
+func TestSandbox_HostileSubmissions(t *testing.T) {
+	t.Parallel()
+	rt := requireSandbox(t)
+	it := testutil.RequireTorch(t)
+	l := &sandboxLauncher{rt: rt, binds: harnessBinds(it, nil), limits: policies.ForMode("test", 0)}
+	task, err := problems.LoadTask(filepath.Join(testutil.RepoRoot(), "problems", "library", "vectoradd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := int64(4711)
+	for _, tt := range []struct {
+		file string
+		pass bool
+	}{{"cheat_fd.py", false}, {"sees_secrets.py", true}} {
+		src, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "problems", "testdata", "submissions", tt.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := problems.Evaluate(t.Context(), l, task, problems.EvalOptions{Mode: problems.ModeTest, Python: it.Path,
+			Device: it.Device, Env: sandboxEnv(), WorkDir: t.TempDir(), Submission: src, Seed: &seed})
+		if err != nil {
+			t.Fatalf("%s: Evaluate() = %v", tt.file, err)
+		}
+		if rep.Passed != tt.pass {
+			t.Errorf("%s in the sandbox: Passed %v (%s), want %v", tt.file, rep.Passed, rep.Reason, tt.pass)
+		}
+	}
+}

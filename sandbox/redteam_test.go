@@ -103,6 +103,13 @@ fds = sorted(int(f) for f in os.listdir("/proc/self/fd"))
 print("BLOCKED" if fds[:4] == [0, 1, 2, 3] and len(fds) <= 5 else "ESCAPED %s" % fds)`)},
 		{"no capabilities", `grep -q '^CapEff:\s*0000000000000000' /proc/self/status && grep -q '^NoNewPrivs:\s*1' /proc/self/status && echo BLOCKED || echo ESCAPED`},
 		{"seccomp is on", `grep -q '^Seccomp:\s*2' /proc/self/status && echo BLOCKED || echo ESCAPED`},
+		{"32-bit syscall entry", py(`import ctypes, mmap
+code = bytes([0xb8, 0x14, 0, 0, 0, 0xcd, 0x80, 0xc3])  # mov eax, 20 (i386 getpid); int 0x80; ret
+buf = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+buf.write(code)
+fn = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(buf)))
+r = fn()
+print("BLOCKED" if r < 0 else "ESCAPED getpid=%d" % r)`)},
 		{"fork bomb is contained", `sh -c 'i=0; while [ $i -lt 500 ]; do sleep 2 & i=$((i+1)); done; echo ESCAPED' 2>/dev/null; echo BLOCKED`},
 	}
 	os.Setenv("KERNELBOX_HOST_SECRET", "1")
@@ -118,10 +125,36 @@ print("BLOCKED" if fds[:4] == [0, 1, 2, 3] and len(fds) <= 5 else "ESCAPED %s" %
 				t.Fatalf("Run() = %v", err)
 			}
 			out := strings.TrimSpace(string(res.Stdout))
+			if res.Signal == "SIGSYS" {
+				return // seccomp killed it: as blocked as it gets
+			}
 			if !strings.HasPrefix(lastLine(out), "BLOCKED") {
 				t.Errorf("verdict %s, stdout %q, stderr %q: want BLOCKED", res.Verdict, out, truncate(res.Stderr))
 			}
 		})
+	}
+}
+
+// TestRuntime_NothingCarriesOver: a run sees neither what an earlier run
+// left in its scratch space nor host files that were not bound (the
+// daemon's database, other users' submissions).
+func TestRuntime_NothingCarriesOver(t *testing.T) {
+	t.Parallel()
+	r := newTestRuntime(t)
+	secret := filepath.Join(t.TempDir(), "kernelbox.db")
+	if err := os.WriteFile(secret, []byte("users"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	first, err := r.Run(t.Context(), shSpec("echo left > /tmp/left; echo left > /work/left; echo left > /dev/shm/left"))
+	if err != nil || first.Verdict != VerdictOK {
+		t.Fatalf("first run: %+v, %v", first, err)
+	}
+	second, err := r.Run(t.Context(), shSpec("cat /tmp/left /work/left /dev/shm/left "+secret+" 2>/dev/null && echo ESCAPED || echo BLOCKED"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(second.Stdout)); got != "BLOCKED" {
+		t.Errorf("second run printed %q, want BLOCKED", got)
 	}
 }
 
