@@ -32,6 +32,7 @@ var (
 type Runtime struct {
 	root         string
 	cgroupParent string
+	budget       Budget
 	logger       *slog.Logger
 }
 
@@ -95,6 +96,10 @@ func (r *Runtime) Run(ctx context.Context, s Spec) (*Result, error) {
 	}
 	if err := s.validate(); err != nil {
 		return nil, err
+	}
+	// cgroup v1 refuses a child CPU quota above its parent's.
+	if b := r.budget.CPUs; b > 0 && (s.Limits.CPUs == 0 || s.Limits.CPUs > b) {
+		s.Limits.CPUs = b
 	}
 	id := newID()
 	runDir := filepath.Join(r.root, "runs", id)

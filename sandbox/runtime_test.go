@@ -5,9 +5,12 @@ package sandbox
 import (
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/containerd/cgroups/v3"
 
 	"kernelbox/policies"
 )
@@ -142,4 +145,46 @@ func truncate(b []byte) string {
 		return s[:300] + "..."
 	}
 	return s
+}
+
+// TestRuntime_BudgetBoundsAllRuns: the parent cgroup's memory budget
+// applies even to a run whose own limit is higher.
+func TestRuntime_BudgetBoundsAllRuns(t *testing.T) {
+	t.Parallel()
+	r := newTestRuntime(t)
+	r.cgroupParent = "kernelbox-test-" + newID()
+	t.Cleanup(func() { removeParent(t, r.cgroupParent) })
+	if err := r.SetBudget(Budget{Memory: 96 << 20, Pids: 200, CPUs: 1}); err != nil {
+		t.Fatalf("SetBudget() = %v", err)
+	}
+	if err := r.SetBudget(Budget{Memory: 128 << 20, Pids: 200, CPUs: 1}); err != nil {
+		t.Fatalf("SetBudget() again (update) = %v", err)
+	}
+	s := shSpec("exec python3 -c 'b = bytearray(512 << 20); print(len(b))'")
+	s.Limits.Memory = 2 << 30
+	res, err := r.Run(t.Context(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != VerdictOOM && res.Verdict != VerdictSignal {
+		t.Errorf("verdict %s (stdout %q, error %q), want the run killed by the 128 MiB budget", res.Verdict, res.Stdout, res.Error)
+	}
+}
+
+// removeParent removes a test's parent cgroup from every hierarchy.
+func removeParent(t *testing.T, parent string) {
+	if cgroups.Mode() == cgroups.Unified {
+		if m, err := cgroupMount("cgroup2", ""); err == nil {
+			_ = os.Remove(filepath.Join(m, parent))
+		}
+		return
+	}
+	// libcontainer made the run's cgroup in every hierarchy, so the parent
+	// is in every one too.
+	matches, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", parent))
+	for _, m := range matches {
+		if err := os.Remove(m); err != nil {
+			t.Logf("remove %s: %v", m, err)
+		}
+	}
 }

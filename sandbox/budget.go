@@ -1,0 +1,118 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/containerd/cgroups/v3"
+	"github.com/containerd/cgroups/v3/cgroup1"
+	"github.com/containerd/cgroups/v3/cgroup2"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// Budget bounds all the runtime's sandboxes together, so that however many
+// run at once the daemon and the host stay responsive. Zero fields are
+// unlimited.
+type Budget struct {
+	Memory int64   // bytes
+	CPUs   float64 // cores
+	Pids   int64
+}
+
+// SetBudget creates (or updates) the parent cgroup every run's cgroup is
+// made under, with the budget's limits. libcontainer owns each run's own
+// cgroup; this one is ours, managed through containerd/cgroups.
+func (r *Runtime) SetBudget(b Budget) error {
+	r.budget = b
+	period := uint64(100000)
+	var quota *int64
+	if b.CPUs > 0 {
+		q := int64(b.CPUs * float64(period))
+		quota = &q
+	}
+	group := "/" + r.cgroupParent
+	if cgroups.Mode() == cgroups.Unified {
+		mount, err := cgroupMount("cgroup2", "")
+		if err != nil {
+			return fmt.Errorf("set sandbox budget: %w", err)
+		}
+		res := &cgroup2.Resources{Pids: &cgroup2.Pids{Max: b.Pids}}
+		if b.Memory > 0 {
+			res.Memory = &cgroup2.Memory{Max: &b.Memory}
+		}
+		if quota != nil {
+			res.CPU = &cgroup2.CPU{Max: cgroup2.NewCPUMax(quota, &period)}
+		}
+		if _, err := cgroup2.NewManager(mount, group, res); err != nil {
+			return fmt.Errorf("set sandbox budget on %s: %w", group, err)
+		}
+		return nil
+	}
+	memMount, err := cgroupMount("cgroup", "memory")
+	if err != nil {
+		return fmt.Errorf("set sandbox budget: %w", err)
+	}
+	root := filepath.Dir(memMount)
+	res := &specs.LinuxResources{}
+	if b.Memory > 0 {
+		// RAM only: each run's own cgroup already forbids swap, and a
+		// memsw limit here would have to be raised before the limit on
+		// every increase.
+		res.Memory = &specs.LinuxMemory{Limit: &b.Memory}
+	}
+	if quota != nil {
+		res.CPU = &specs.LinuxCPU{Quota: quota, Period: &period}
+	}
+	if b.Pids > 0 {
+		res.Pids = &specs.LinuxPids{Limit: &b.Pids}
+	}
+	hierarchy := func() ([]cgroup1.Subsystem, error) {
+		return []cgroup1.Subsystem{cgroup1.NewMemory(root), cgroup1.NewCpu(root), cgroup1.NewPids(root)}, nil
+	}
+	if cg, err := cgroup1.Load(cgroup1.StaticPath(group), cgroup1.WithHierarchy(hierarchy)); err == nil {
+		if err := cg.Update(res); err != nil {
+			return fmt.Errorf("update sandbox budget on %s: %w", group, err)
+		}
+		return nil
+	}
+	if _, err := cgroup1.New(cgroup1.StaticPath(group), res, cgroup1.WithHierarchy(hierarchy)); err != nil {
+		return fmt.Errorf("set sandbox budget on %s: %w", group, err)
+	}
+	return nil
+}
+
+// cgroupMount finds where a cgroup filesystem is mounted: the cgroup2 tree,
+// or the v1 hierarchy holding controller.
+func cgroupMount(fstype, controller string) (string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTS
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		if !ok {
+			continue
+		}
+		fields, tail := strings.Fields(pre), strings.Fields(post)
+		if len(fields) < 5 || len(tail) < 3 || tail[0] != fstype {
+			continue
+		}
+		if controller == "" {
+			return fields[4], nil
+		}
+		for _, opt := range strings.Split(tail[2], ",") {
+			if opt == controller {
+				return fields[4], nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no %s mount with %q in /proc/self/mountinfo", fstype, controller)
+}
