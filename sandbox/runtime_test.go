@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/containerd/cgroups/v3"
+	"github.com/opencontainers/runc/libcontainer"
 
 	"kernelbox/policies"
 )
@@ -185,6 +186,62 @@ func removeParent(t *testing.T, parent string) {
 	for _, m := range matches {
 		if err := os.Remove(m); err != nil {
 			t.Logf("remove %s: %v", m, err)
+		}
+	}
+}
+
+// TestRuntime_CleanStale: a container an earlier process left running (it
+// crashed between start and wait) is killed and removed by the next
+// runtime on the same root.
+func TestRuntime_CleanStale(t *testing.T) {
+	t.Parallel()
+	r := newTestRuntime(t)
+	s := shSpec("sleep 300")
+	s.UID, s.GID = nobody, nobody
+	id := newID()
+	rootfs := filepath.Join(r.root, "runs", id, "rootfs")
+	if err := buildRootfs(rootfs, &s); err != nil {
+		t.Fatal(err)
+	}
+	c, err := libcontainer.Create(filepath.Join(r.root, "state"), id, configFor(id, rootfs, r.cgroupParent, &s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &libcontainer.Process{Args: s.Args, Env: s.Env, UID: nobody, GID: nobody, Cwd: "/work", Init: true}
+	if err := c.Run(p); err != nil {
+		t.Fatal(err)
+	}
+	pid, err := p.Pid()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A new runtime on the same root, as after a restart.
+	r2, err := NewRuntime(r.root, r.logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := r2.CleanStale()
+	if err != nil || n != 1 {
+		t.Fatalf("CleanStale() = %d, %v; want 1 container", n, err)
+	}
+	// Dead means gone or a zombie waiting for us to reap it; wait for that
+	// a bounded while before reaping, so a surviving run fails the test
+	// instead of hanging it.
+	dead := false
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		stat, err := os.ReadFile(filepath.Join("/proc", itoa(pid), "stat"))
+		if err != nil || strings.Contains(string(stat), ") Z ") {
+			dead = true
+			break
+		}
+	}
+	if !dead {
+		t.Fatalf("the stale run (pid %d) still runs after CleanStale", pid)
+	}
+	_, _ = p.Wait()
+	for _, d := range []string{"state", "runs"} {
+		if entries, _ := os.ReadDir(filepath.Join(r.root, d)); len(entries) != 0 {
+			t.Errorf("%s still holds %d entries", d, len(entries))
 		}
 	}
 }
