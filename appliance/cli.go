@@ -79,6 +79,7 @@ func NewApp(stdout, stderr io.Writer) *cli.App {
 			evalCommand(),
 			problemsCommand(),
 			sandboxCommand(),
+			doctorCommand(),
 		},
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return &ExitError{Code: ExitUsage, Err: err}

@@ -134,3 +134,20 @@ func TestSandbox_HostileSubmissions(t *testing.T) {
 		}
 	}
 }
+
+func TestDoctor(t *testing.T) {
+	t.Parallel()
+	stdout, _, code := runCLI(t, "doctor")
+	for _, name := range []string{"root", "cgroups", "seccomp (this build)", "harness Python", "GPU device nodes"} {
+		if !strings.Contains(stdout, name) {
+			t.Errorf("doctor does not report %q:\n%s", name, stdout)
+		}
+	}
+	healthy := os.Geteuid() == 0 && strings.Contains(stdout, "✓ seccomp (this build)") && strings.Contains(stdout, "✓ harness Python")
+	if healthy && (code != 0 || !strings.Contains(stdout, "✓ sandbox run")) {
+		t.Errorf("doctor on a healthy host: exit %d\n%s", code, stdout)
+	}
+	if !healthy && (code != ExitFailed || !strings.Contains(stdout, "fix:")) {
+		t.Errorf("doctor on a host that cannot sandbox: exit %d, want %d with fixes\n%s", code, ExitFailed, stdout)
+	}
+}

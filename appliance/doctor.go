@@ -1,0 +1,113 @@
+package appliance
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"kernelbox/policies"
+	"kernelbox/sandbox"
+)
+
+func doctorCommand() *cli.Command {
+	return &cli.Command{
+		Name:   "doctor",
+		Usage:  "check that this host can run kernelbox, and say what to fix",
+		Flags:  []cli.Flag{pythonFlag},
+		Action: runDoctor,
+	}
+}
+
+func runDoctor(c *cli.Context) error {
+	checks := sandbox.HostChecks()
+	if os.Geteuid() == 0 {
+		checks = append(checks, sandboxSmokeTest(c))
+	}
+	if it, err := findPython(c); err != nil {
+		checks = append(checks, sandbox.Check{Name: "harness Python", Info: firstLineOf(err.Error()),
+			Fix: "install PyTorch (apt-get install python3-torch, or packaging/setup.sh) or pass --python"})
+	} else {
+		checks = append(checks, sandbox.Check{Name: "harness Python", OK: true,
+			Info: fmt.Sprintf("%s (Python %s, torch %s, %s)", it.Path, it.Python, it.Torch, it.Device)})
+	}
+	checks = append(checks, gpuChecks()...)
+
+	w := c.App.Writer
+	failed := 0
+	for _, ch := range checks {
+		mark := "✓"
+		if !ch.OK {
+			mark = "✗"
+			failed++
+		}
+		fmt.Fprintf(w, "%s %-22s %s\n", mark, ch.Name, ch.Info)
+		if !ch.OK && ch.Fix != "" {
+			fmt.Fprintf(w, "  fix: %s\n", ch.Fix)
+		}
+	}
+	if failed > 0 {
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("doctor: %d of %d checks failed", failed, len(checks))}
+	}
+	fmt.Fprintln(w, "all checks passed")
+	return nil
+}
+
+// sandboxSmokeTest starts one real container: the proof that everything
+// above fits together.
+func sandboxSmokeTest(c *cli.Context) sandbox.Check {
+	ch := sandbox.Check{Name: "sandbox run", Fix: "see the error; kernelbox sandbox run -- /bin/true shows it again"}
+	rt, cleanup, err := newOneShotRuntime(slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelError})))
+	if err != nil {
+		ch.Info = err.Error()
+		return ch
+	}
+	defer cleanup()
+	l := policies.DefaultLimits()
+	l.WallTime = 20 * time.Second
+	res, err := rt.Run(c.Context, sandbox.Spec{Args: []string{"/bin/true"}, Env: sandboxEnv(), Binds: sandbox.DefaultBinds(), Limits: l})
+	switch {
+	case err != nil:
+		ch.Info = err.Error()
+	case res.Verdict != sandbox.VerdictOK:
+		ch.Info = fmt.Sprintf("verdict %s %s", res.Verdict, res.Error)
+	default:
+		ch.OK, ch.Info = true, fmt.Sprintf("/bin/true in %s", res.Wall.Round(time.Millisecond))
+	}
+	return ch
+}
+
+// gpuChecks look for GPU device nodes and, on NVIDIA, whether profiling is
+// open to non-admin users (ncu in the sandbox runs as uid 65534). A box
+// without GPUs passes: it runs the CPU backend.
+func gpuChecks() []sandbox.Check {
+	nv, _ := filepath.Glob("/dev/nvidia[0-9]*")
+	kfd := fileExists("/dev/kfd")
+	var out []sandbox.Check
+	switch {
+	case len(nv) > 0:
+		out = append(out, sandbox.Check{Name: "GPU device nodes", OK: fileExists("/dev/nvidiactl") && fileExists("/dev/nvidia-uvm"),
+			Info: fmt.Sprintf("NVIDIA: %s", strings.Join(nv, " ")), Fix: "load nvidia-uvm (nvidia-modprobe -u -c 0) so /dev/nvidia-uvm exists"})
+		params, err := os.ReadFile("/proc/driver/nvidia/params")
+		adminOnly := err != nil || strings.Contains(string(params), "RmProfilingAdminOnly: 1")
+		out = append(out, sandbox.Check{Name: "ncu permission", OK: !adminOnly, Info: "RmProfilingAdminOnly " + map[bool]string{true: "1 (or unknown)", false: "0"}[adminOnly],
+			Fix: "set options nvidia NVreg_RestrictProfilingToAdminUsers=0 (modprobe.d) and reload the driver, for profile mode"})
+	case kfd:
+		r, _ := filepath.Glob("/dev/dri/renderD*")
+		out = append(out, sandbox.Check{Name: "GPU device nodes", OK: len(r) > 0, Info: "AMD: /dev/kfd " + strings.Join(r, " "),
+			Fix: "the amdgpu driver exposes /dev/dri/renderD* for each GPU"})
+	default:
+		out = append(out, sandbox.Check{Name: "GPU device nodes", OK: true, Info: "none: the CPU backend serves this box"})
+	}
+	return out
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
