@@ -110,4 +110,3 @@ func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
 }
-
