@@ -11,6 +11,7 @@ devs="--device /dev/nvidia0 --device /dev/nvidiactl --device /dev/nvidia-uvm"
 step() { echo; echo "== $*"; }
 {
   step "cgroup and libseccomp"; stat -fc %T /sys/fs/cgroup; ldd $kb | grep -i seccomp
+  step "doctor"; $kb doctor
   step "nvidia-smi in the sandbox"; $kb sandbox run $devs --memory 4G -- nvidia-smi -L
   step "device nodes in the sandbox"; $kb sandbox run $devs -- /bin/sh -c 'ls /dev; id -u'
   step "PyTorch + Triton template, test mode, sandboxed"

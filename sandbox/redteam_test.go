@@ -5,6 +5,7 @@ package sandbox
 import (
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -231,4 +232,43 @@ func fmtInt(n int) string {
 		b = append([]byte{'-'}, b...)
 	}
 	return string(b)
+}
+
+// TestRedTeam_Native compiles the C programs of testdata/redteam on the
+// host and runs each in the sandbox; each must print BLOCKED (or die of
+// SIGSYS, seccomp's kill).
+func TestRedTeam_Native(t *testing.T) {
+	t.Parallel()
+	r := newTestRuntime(t)
+	cc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("needs gcc (packaging/setup.sh installs it)")
+	}
+	sources, _ := filepath.Glob(filepath.Join("testdata", "redteam", "*.c"))
+	if len(sources) < 6 {
+		t.Fatalf("found %d C programs in testdata/redteam", len(sources))
+	}
+	for _, src := range sources {
+		name := strings.TrimSuffix(filepath.Base(src), ".c")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			work := t.TempDir()
+			if out, err := exec.Command(cc, "-O1", "-o", filepath.Join(work, "prog"), src).CombinedOutput(); err != nil {
+				t.Fatalf("gcc %s: %v\n%s", src, err, out)
+			}
+			s := shSpec("exec ./prog")
+			s.WorkDir = work
+			s.Limits.Pids = 64
+			res, err := r.Run(t.Context(), s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Signal == "SIGSYS" {
+				return
+			}
+			if out := strings.TrimSpace(string(res.Stdout)); !strings.HasPrefix(out, "BLOCKED") {
+				t.Errorf("%s: verdict %s, stdout %q, stderr %q: want BLOCKED", name, res.Verdict, out, truncate(res.Stderr))
+			}
+		})
+	}
 }
