@@ -129,7 +129,7 @@ func runEval(c *cli.Context) error {
 			return usageError("eval: %v", err)
 		}
 		launcher = &sandboxLauncher{rt: rt, binds: harnessBinds(it, extra), devices: devices, limits: policies.ForMode(string(mode), 0)}
-		env = sandboxEnv()
+		env = sandboxEnv(it.BinDir)
 	}
 	rep, err := problems.Evaluate(c.Context, launcher, task, problems.EvalOptions{
 		Mode: mode, Python: it.Path, Device: it.Device, Seed: seed, Env: env, WorkDir: work, Submission: sub,

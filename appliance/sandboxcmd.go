@@ -40,7 +40,8 @@ func (l *sandboxLauncher) Launch(ctx context.Context, in problems.Launch) (probl
 	if in.OutputLimit > 0 {
 		lim.OutputBytes = in.OutputLimit
 	}
-	res, err := l.rt.Run(ctx, sandbox.Spec{Args: in.Argv, Env: in.Env, WorkDir: in.Dir, Binds: l.binds, Devices: l.devices, Limits: lim, ResultPipe: true})
+	res, err := l.rt.Run(ctx, sandbox.Spec{Args: in.Argv, Env: in.Env, WorkDir: in.Dir, Binds: l.binds, Devices: l.devices, Limits: lim, ResultPipe: true,
+		Keep: in.Keep, KeepTo: in.Dir})
 	if err != nil {
 		return problems.Outcome{}, err
 	}
@@ -60,9 +61,18 @@ func (l *sandboxLauncher) Launch(ctx context.Context, in problems.Launch) (probl
 
 // sandboxEnv is the whole environment of a sandboxed harness: nothing of
 // the host's leaks in, except the timing knobs a problem author may set.
-func sandboxEnv() []string {
+// binDirs go first on PATH (the interpreter's environment, whose ninja
+// load_inline runs).
+func sandboxEnv(binDirs ...string) []string {
 	// The CUDA toolkit's bin is on PATH for nvcc and ncu where it is bound.
-	env := []string{"PATH=/usr/local/bin:/usr/local/cuda/bin:/usr/bin:/bin", "HOME=/work", "TMPDIR=/tmp", "LANG=C.UTF-8"}
+	var dirs []string
+	for _, d := range binDirs {
+		if filepath.IsAbs(d) { // never "" (the current directory) on PATH
+			dirs = append(dirs, d)
+		}
+	}
+	path := strings.Join(append(dirs, "/usr/local/bin", "/usr/local/cuda/bin", "/usr/bin", "/bin"), ":")
+	env := []string{"PATH=" + path, "HOME=/work", "TMPDIR=/tmp", "LANG=C.UTF-8"}
 	for _, e := range os.Environ() {
 		if strings.HasPrefix(e, "KERNELBOX_BENCH_") {
 			env = append(env, e)

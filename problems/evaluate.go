@@ -307,7 +307,8 @@ func compileCUDA(ctx context.Context, l Launcher, t *Task, opts EvalOptions) (Ph
 	argv = append(argv, t.Config.CompileFlags...)
 	argv = append(argv, t.Config.Sources...)
 	argv = append(argv, "-o", "eval.out")
-	out, err := l.Launch(ctx, Launch{Dir: opts.WorkDir, Argv: argv, Env: opts.Env, Timeout: 120 * time.Second, OutputLimit: opts.OutputLimit})
+	out, err := l.Launch(ctx, Launch{Dir: opts.WorkDir, Argv: argv, Env: opts.Env, Timeout: 120 * time.Second,
+		OutputLimit: opts.OutputLimit, Keep: []string{"eval.out"}})
 	ph := Phase{Name: "compile", ExitCode: out.ExitCode, TimedOut: out.TimedOut, Wall: out.Wall,
 		Stdout: string(out.Stdout), Stderr: string(out.Stderr), Truncated: out.Truncated}
 	if err != nil {

@@ -22,6 +22,10 @@ type Launch struct {
 	Timeout time.Duration
 	// OutputLimit caps each of stdout, stderr and the result stream, in bytes.
 	OutputLimit int
+	// Keep names files the process makes in Dir that later launches need
+	// (a compiled binary); a launcher that runs the process elsewhere copies
+	// them back into Dir.
+	Keep []string
 }
 
 // Outcome is what became of a Launch.

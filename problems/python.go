@@ -22,6 +22,9 @@ type Interpreter struct {
 	// (prefix, base prefix, the executable's real directory): what a
 	// sandbox must bind for it to start.
 	Dirs []string `json:"dirs,omitempty"`
+	// BinDir holds the interpreter as it was named (a virtual environment's
+	// bin, with its tools such as ninja, which load_inline runs).
+	BinDir string `json:"bin_dir,omitempty"`
 }
 
 // ErrNoTorch says that no candidate interpreter could import torch.
@@ -30,7 +33,8 @@ var ErrNoTorch = errors.New("no Python interpreter that imports torch")
 const probeScript = `import os, sys, torch
 print(sys.version.split()[0], torch.__version__, "cuda" if torch.cuda.is_available() else "cpu")
 dirs = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)), os.path.dirname(os.path.realpath(torch.__file__))}
-print("\t".join(sorted(dirs)))`
+print("\t".join(sorted(dirs)))
+print(os.path.dirname(os.path.abspath(sys.executable)))`
 
 // PythonCandidates lists interpreters to try, in order: the explicit ones,
 // then every python3 and python on PATH. The harness interpreter is thus
@@ -93,12 +97,13 @@ func ProbePython(ctx context.Context, path string) (*Interpreter, error) {
 		return nil, errors.New(truncate(msg, 200))
 	}
 	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	if len(lines) < 2 {
+	if len(lines) < 3 {
 		return nil, fmt.Errorf("unexpected probe output %q", truncate(string(out), 200))
 	}
-	f := strings.Fields(lines[len(lines)-2])
+	lines = lines[len(lines)-3:]
+	f := strings.Fields(lines[0])
 	if len(f) != 3 {
 		return nil, fmt.Errorf("unexpected probe output %q", truncate(string(out), 200))
 	}
-	return &Interpreter{Path: path, Python: f[0], Torch: f[1], Device: f[2], Dirs: strings.Split(lines[len(lines)-1], "\t")}, nil
+	return &Interpreter{Path: path, Python: f[0], Torch: f[1], Device: f[2], Dirs: strings.Split(lines[1], "\t"), BinDir: lines[2]}, nil
 }

@@ -77,8 +77,13 @@ func configureMounts(c *configs.Config, s *Spec) {
 		// objects there. The work directory's files are copied up into its
 		// tmpfs, so the run may change them without touching the host.
 		{Source: "tmpfs", Destination: "/tmp", Device: "tmpfs", Flags: mountExec, Data: fmt.Sprintf("mode=1777,size=%d", size)},
-		{Source: "tmpfs", Destination: "/work", Device: "tmpfs", Flags: mountExec,
-			Data: fmt.Sprintf("mode=0755,%s,size=%d", owner, size), Extensions: configs.EXT_COPYUP},
+	}
+	if s.workBind != "" {
+		c.Mounts = append(c.Mounts, &configs.Mount{Source: s.workBind, Destination: "/work", Device: "bind",
+			Flags: unix.MS_BIND | unix.MS_NOSUID | unix.MS_NODEV})
+	} else {
+		c.Mounts = append(c.Mounts, &configs.Mount{Source: "tmpfs", Destination: "/work", Device: "tmpfs", Flags: mountExec,
+			Data: fmt.Sprintf("mode=0755,%s,size=%d", owner, size), Extensions: configs.EXT_COPYUP})
 	}
 	for _, b := range s.Binds {
 		dst := b.Destination

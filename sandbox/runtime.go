@@ -111,6 +111,9 @@ func (r *Runtime) Run(ctx context.Context, s Spec) (*Result, error) {
 		res.Error = fmt.Sprintf("%s: %v", op, err)
 		return res, nil
 	}
+	if len(s.Keep) > 0 {
+		s.workBind = filepath.Join(runDir, "work")
+	}
 	if err := buildRootfs(rootfs, &s); err != nil {
 		return fail("build root filesystem", err)
 	}
@@ -196,6 +199,9 @@ func (r *Runtime) Run(ctx context.Context, s Spec) (*Result, error) {
 			r.logger.Warn("read cgroup stats", "container", id, "err", err)
 		}
 	}
+	if err := keepFiles(&s); err != nil {
+		return fail("keep files", err)
+	}
 	res.Stdout, res.Stderr, res.ResultData = stdout.buf.Bytes(), stderr.buf.Bytes(), result.buf.Bytes()
 	res.Truncated = stdout.dropped+stderr.dropped+result.dropped > 0
 	res.ExitCode = -1
@@ -254,6 +260,12 @@ func buildRootfs(rootfs string, s *Spec) error {
 		}
 	}
 	work := filepath.Join(rootfs, "work")
+	if s.workBind != "" {
+		work = s.workBind
+		if err := os.MkdirAll(work, 0o755); err != nil {
+			return err
+		}
+	}
 	if s.WorkDir != "" {
 		if err := os.CopyFS(work, os.DirFS(s.WorkDir)); err != nil {
 			return fmt.Errorf("copy work directory: %w", err)
@@ -265,6 +277,40 @@ func buildRootfs(rootfs string, s *Spec) error {
 		}
 		return os.Lchown(p, s.UID, s.GID)
 	})
+}
+
+// keepFiles copies the kept files out of a run's work directory: plain
+// files only, never through a link the run may have planted.
+func keepFiles(s *Spec) error {
+	for _, name := range s.Keep {
+		src := filepath.Join(s.workBind, name)
+		st, err := os.Lstat(src)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // the run did not make it; the next step will say so
+		}
+		if err != nil {
+			return err
+		}
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("%s is not a regular file", name)
+		}
+		f, err := os.OpenFile(src, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			return err
+		}
+		dst, err := os.OpenFile(filepath.Join(s.KeepTo, name), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, st.Mode().Perm()|0o600)
+		if err == nil {
+			_, err = io.Copy(dst, f)
+			if cerr := dst.Close(); err == nil {
+				err = cerr
+			}
+		}
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // DefaultBinds are the host paths a run needs to start programs: /usr, the

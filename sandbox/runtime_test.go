@@ -245,3 +245,27 @@ func TestRuntime_CleanStale(t *testing.T) {
 		}
 	}
 }
+
+func TestRuntime_Keep(t *testing.T) {
+	t.Parallel()
+	r := newTestRuntime(t)
+	out := t.TempDir()
+	s := shSpec("echo built > eval.out && ln -s /etc/passwd link && echo ok")
+	s.Keep, s.KeepTo = []string{"eval.out", "missing"}, out
+	res, err := r.Run(t.Context(), s)
+	if err != nil || res.Verdict != VerdictOK {
+		t.Fatalf("Run() = %+v, %v", res, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "eval.out")); err != nil || string(b) != "built\n" {
+		t.Errorf("kept eval.out = %q, %v", b, err)
+	}
+	s = shSpec("ln -s /etc/shadow eval.out")
+	s.Keep, s.KeepTo = []string{"eval.out"}, out
+	res, err = r.Run(t.Context(), s)
+	if err != nil || res.Verdict != VerdictSandboxErr || !strings.Contains(res.Error, "not a regular file") {
+		t.Errorf("keeping a planted link: %+v, %v; want a sandbox error", res, err)
+	}
+	if _, err := Validate(Spec{Args: []string{"x"}, Limits: policies.DefaultLimits(), UID: 1, GID: 1, Keep: []string{"../x"}, KeepTo: out}); err == nil {
+		t.Error("Keep of ../x validated")
+	}
+}

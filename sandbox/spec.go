@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -45,6 +46,14 @@ type Spec struct {
 	// ResultPipe, when set, gives the process an extra descriptor (fd 3) to
 	// write a result stream to, and POPCORN_FD=3 in its environment.
 	ResultPipe bool
+	// Keep names files of /work to copy into KeepTo after the run (a
+	// compiler's output). A run that keeps files gets /work on a host
+	// directory of the run instead of a tmpfs, since a tmpfs dies with the
+	// container; its files are still bounded by the file-size limit.
+	Keep   []string `json:"keep,omitempty"`
+	KeepTo string   `json:"keep_to,omitempty"`
+
+	workBind string // the host directory behind /work when Keep is set
 }
 
 // Verdict is how a run ended.
@@ -84,6 +93,18 @@ const nobody = 65534
 
 var envRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 
+// Validate checks a spec without running it; it returns the spec with
+// defaults applied.
+func Validate(s Spec) (Spec, error) {
+	if s.UID == 0 {
+		s.UID = nobody
+	}
+	if s.GID == 0 {
+		s.GID = nobody
+	}
+	return s, s.validate()
+}
+
 func (s *Spec) validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrInvalidSpec)
@@ -106,6 +127,14 @@ func (s *Spec) validate() error {
 		if _, err := os.Stat(b.Source); err != nil {
 			return bad("bind %s: %v", b.Source, err)
 		}
+	}
+	for _, k := range s.Keep {
+		if k == "" || filepath.IsAbs(k) || strings.Contains(k, "..") || strings.ContainsRune(k, '/') {
+			return bad("keep %q: must be a plain file name in /work", k)
+		}
+	}
+	if len(s.Keep) > 0 && s.KeepTo == "" {
+		return bad("keep without keep_to")
 	}
 	for _, d := range s.Devices {
 		if d.Type != 'c' && d.Type != 'b' {
