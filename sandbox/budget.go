@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/containerd/cgroups/v3"
@@ -88,8 +89,16 @@ func (r *Runtime) SetBudget(b Budget) error {
 
 // cgroupMount finds where a cgroup filesystem is mounted: the cgroup2 tree,
 // or the v1 hierarchy holding controller.
+//
+// It reads the calling thread's mount table, not /proc/self's: libcontainer
+// enters a container's mount namespace on a locked thread, and when that
+// thread is the process's main thread Go can never retire it, so
+// /proc/self/mountinfo (the main thread's view) can show a container's
+// mounts from then on (seen in CI).
 func cgroupMount(fstype, controller string) (string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	f, err := os.Open("/proc/thread-self/mountinfo")
 	if err != nil {
 		return "", err
 	}
@@ -114,5 +123,5 @@ func cgroupMount(fstype, controller string) (string, error) {
 			}
 		}
 	}
-	return "", fmt.Errorf("no %s mount with %q in /proc/self/mountinfo", fstype, controller)
+	return "", fmt.Errorf("no %s mount with %q in the mount table", fstype, controller)
 }
