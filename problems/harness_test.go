@@ -112,6 +112,20 @@ func TestHarness_BadCaseIsExit113(t *testing.T) {
 	}
 }
 
+func TestHarness_BrokenReferenceIsExit115(t *testing.T) {
+	t.Parallel()
+	// A reference.py that cannot import is the problem's fault: exit 115,
+	// never a wrong answer charged to the submission.
+	dir := shortTimeout(t, "vectoradd")
+	if err := os.WriteFile(filepath.Join(dir, "reference.py"), []byte("import no_such_module\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep := evalFile(t, dir, problems.ModeTest, filepath.Join(dir, "templates", "torch.py"), nil)
+	if rep.Passed || rep.Phases[0].ExitCode != problems.ExitHarness || !strings.Contains(rep.Reason, "harness error") {
+		t.Errorf("Passed %v, exit %d, reason %q; want exit %d, a harness error", rep.Passed, rep.Phases[0].ExitCode, rep.Reason, problems.ExitHarness)
+	}
+}
+
 func TestHarness_SecretSeedIsHidden(t *testing.T) {
 	t.Parallel()
 	seed := int64(123456789)

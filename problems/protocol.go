@@ -19,6 +19,9 @@ const (
 	ExitValidation = 112 // a wrong result
 	ExitBadCase    = 113 // a case the harness could not read
 	ExitTimeout    = 114 // the harness ran out of time
+	// ExitHarness is ours: the harness could not start (the runtime or the
+	// problem's reference failed to import), no fault of the submission.
+	ExitHarness = 115
 )
 
 // DescribeExit says what a harness exit code means.
@@ -36,6 +39,8 @@ func DescribeExit(code int) string {
 		return "bad test case"
 	case ExitTimeout:
 		return "timed out"
+	case ExitHarness:
+		return "harness error (the problem or the runtime, not the submission)"
 	case -1:
 		return "killed"
 	}

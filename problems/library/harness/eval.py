@@ -6,7 +6,8 @@ MODE is test, benchmark, leaderboard (the ranked benchmark: fresh inputs for
 every timed call, each output checked) or profile. Results go to the file
 descriptor named by POPCORN_FD as "key: value" lines; POPCORN_SEED, when set,
 is a secret seed mixed into every case seed. Exit codes: 0 ok, 110 CUDA
-error, 111 no result pipe, 112 wrong result, 113 bad case, 114 timeout.
+error, 111 no result pipe, 112 wrong result, 113 bad case, 114 timeout,
+and ours: 115 the harness could not start (not the submission's fault).
 
 The submission never runs in this process: a worker interpreter imports it, and
 that worker has neither the result descriptor nor the secret seed.
@@ -23,6 +24,10 @@ import time
 import traceback
 
 EXIT_OK, EXIT_CUDA, EXIT_PIPE, EXIT_VALIDATION, EXIT_BAD_CASE, EXIT_TIMEOUT = 0, 110, 111, 112, 113, 114
+# Ours, beyond KernelBot's codes: the harness itself could not start (torch
+# or the problem's reference.py failed to import), which is no fault of the
+# submission.
+EXIT_HARNESS = 115
 
 # Timing knobs: (max repeats, kernel-time budget s, wall cap s) per device and
 # kind. KERNELBOX_BENCH_* override them (unstable; for problem authors).
@@ -343,7 +348,9 @@ def worker_main(job_fd: int, reply_fd: int):
 
 
 class WorkerDied(Exception):
-    pass
+    def __init__(self, message, setup=False):
+        super().__init__(message)
+        self.setup = setup  # the harness's own set-up failed, not user code
 
 
 class Pool:
@@ -389,7 +396,7 @@ class Pool:
             self.proc.kill()
             raise WorkerDied("the submission's process wrote garbage on the harness's channel")
         if "fatal" in reply:
-            raise WorkerDied(reply["fatal"])
+            raise WorkerDied(reply["fatal"], setup=True)
         return reply
 
     def close(self):
@@ -416,7 +423,7 @@ def run_tests(out: Popcorn, pool: Pool, cases) -> int:
             out.log(f"test.{i}.status", "fail")
             out.log(f"test.{i}.error", str(e))
             out.log("check", "fail")
-            return EXIT_VALIDATION
+            return EXIT_HARNESS if e.setup else EXIT_VALIDATION
         if "error" in reply:
             passed = False
             out.log(f"test.{i}.status", "fail")
@@ -446,6 +453,11 @@ def run_benchmarks(out: Popcorn, pool: Pool, cases, kind: str) -> int:
         try:
             reply = pool.ask(kind, case)
         except WorkerDied as e:
+            if e.setup:
+                out.log(f"benchmark.{i}.status", "fail")
+                out.log(f"benchmark.{i}.error", str(e))
+                out.log("check", "fail")
+                return EXIT_HARNESS
             reply = {"error": str(e)}
         if "error" in reply:
             out.log(f"benchmark.{i}.status", "fail")
