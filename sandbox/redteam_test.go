@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -175,18 +176,6 @@ func TestRuntime_LeavesNothing(t *testing.T) {
 			t.Errorf("%s holds %d entries after the run", d, len(entries))
 		}
 	}
-	matches, _ := filepath.Glob("/sys/fs/cgroup/*/kernelbox/kb-*")
-	more, _ := filepath.Glob("/sys/fs/cgroup/kernelbox/kb-*")
-	for _, m := range append(matches, more...) {
-		// Other tests' runs may be alive; ours must not be among them.
-		if strings.Contains(m, "kb-") {
-			if procs, err := os.ReadFile(filepath.Join(m, "cgroup.procs")); err == nil && strings.Contains(string(procs), "sleep") {
-				t.Errorf("cgroup %s still has processes", m)
-			}
-		}
-	}
-	out, _ := os.ReadFile("/proc/self/status")
-	_ = out
 	if pids := findProcs("sleep 300"); len(pids) > 0 {
 		t.Errorf("a process of the run survived: %v", pids)
 	}
@@ -211,28 +200,7 @@ func lastLine(s string) string {
 	return s
 }
 
-func itoa(n int) string {
-	return strings.TrimSpace(strings.Replace(fmtInt(n), "+", "", 1))
-}
-
-func fmtInt(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	var b []byte
-	for n > 0 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-		n /= 10
-	}
-	if neg {
-		b = append([]byte{'-'}, b...)
-	}
-	return string(b)
-}
+func itoa(n int) string { return strconv.Itoa(n) }
 
 // TestRedTeam_Native compiles the C programs of testdata/redteam on the
 // host and runs each in the sandbox; each must print BLOCKED (or die of
