@@ -99,7 +99,6 @@ except OSError: print("BLOCKED")`)},
 mine = [p for p in os.listdir("/proc") if p.isdigit()]
 seen = [open("/proc/%s/cmdline" % p, "rb").read() for p in mine]
 print("ESCAPED %s" % seen if len(mine) > 5 or any(b"sandbox" + b".test" in c for c in seen) else "BLOCKED")`)},
-		{"host environment invisible", `tr '\0' '\n' < /proc/1/environ | grep -q KERNELBOX_HOST_SECRET && echo ESCAPED || echo BLOCKED`},
 		{"fd leak probe", py(`import os
 fds = sorted(int(f) for f in os.listdir("/proc/self/fd"))
 print("BLOCKED" if fds[:4] == [0, 1, 2, 3] and len(fds) <= 5 else "ESCAPED %s" % fds)`)},
@@ -114,7 +113,6 @@ r = fn()
 print("BLOCKED" if r < 0 else "ESCAPED getpid=%d" % r)`)},
 		{"fork bomb is contained", `sh -c 'i=0; while [ $i -lt 500 ]; do sleep 2 & i=$((i+1)); done; echo ESCAPED' 2>/dev/null; echo BLOCKED`},
 	}
-	os.Setenv("KERNELBOX_HOST_SECRET", "1")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -130,7 +128,9 @@ print("BLOCKED" if r < 0 else "ESCAPED getpid=%d" % r)`)},
 			if res.Signal == "SIGSYS" {
 				return // seccomp killed it: as blocked as it gets
 			}
-			if !strings.HasPrefix(lastLine(out), "BLOCKED") {
+			// ESCAPED anywhere fails, not only on the last line: the fork
+			// bomb's inner shell says so before the outer one goes on.
+			if !strings.HasPrefix(lastLine(out), "BLOCKED") || strings.Contains(out, "ESCAPED") {
 				t.Errorf("verdict %s, stdout %q, stderr %q: want BLOCKED", res.Verdict, out, truncate(res.Stderr))
 			}
 		})

@@ -88,13 +88,8 @@ func newID() string {
 // the spec was invalid; a failure inside the sandbox is a Result with
 // VerdictSandboxErr.
 func (r *Runtime) Run(ctx context.Context, s Spec) (*Result, error) {
-	if s.UID == 0 {
-		s.UID = nobody
-	}
-	if s.GID == 0 {
-		s.GID = nobody
-	}
-	if err := s.validate(); err != nil {
+	s, err := Validate(s)
+	if err != nil {
 		return nil, err
 	}
 	// cgroup v1 refuses a child CPU quota above its parent's.
