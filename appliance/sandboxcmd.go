@@ -116,7 +116,12 @@ func newOneShotRuntime(logger *slog.Logger) (*sandbox.Runtime, func(), error) {
 		os.RemoveAll(dir)
 		return nil, nil, err
 	}
-	return rt, func() { os.RemoveAll(dir) }, nil
+	return rt, func() {
+		if err := rt.Close(); err != nil {
+			logger.Warn("close sandbox runtime", "err", err)
+		}
+		os.RemoveAll(dir)
+	}, nil
 }
 
 func limitFlags() []cli.Flag {

@@ -27,6 +27,7 @@ func requireSandbox(t *testing.T) *sandbox.Runtime {
 	case err != nil:
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { rt.Close() })
 	return rt
 }
 

@@ -30,6 +30,7 @@ func BenchmarkOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	defer r.Close()
 	l := policies.DefaultLimits()
 	l.WallTime = 10 * time.Second
 	spec := Spec{Args: []string{"/bin/true"}, Env: []string{"PATH=/usr/bin:/bin"}, Binds: DefaultBinds(), Limits: l}

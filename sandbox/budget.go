@@ -125,3 +125,60 @@ func cgroupMount(fstype, controller string) (string, error) {
 	}
 	return "", fmt.Errorf("no %s mount with %q in the mount table", fstype, controller)
 }
+
+// runCgroups lists the run cgroups under the runtime's parent, by run id,
+// with their directory in every hierarchy that has one.
+func (r *Runtime) runCgroups() (map[string][]string, error) {
+	var parents []string
+	if cgroups.Mode() == cgroups.Unified {
+		m, err := cgroupMount("cgroup2", "")
+		if err != nil {
+			return nil, err
+		}
+		parents = []string{filepath.Join(m, r.cgroupParent)}
+	} else {
+		m, err := cgroupMount("cgroup", "memory")
+		if err != nil {
+			return nil, err
+		}
+		// Every v1 hierarchy, and the hybrid's cgroup2 tree beside them.
+		parents, _ = filepath.Glob(filepath.Join(filepath.Dir(m), "*", r.cgroupParent))
+	}
+	found := map[string][]string{}
+	for _, p := range parents {
+		entries, _ := os.ReadDir(p)
+		for _, e := range entries {
+			if e.IsDir() && strings.HasPrefix(e.Name(), idPrefix) {
+				found[e.Name()] = append(found[e.Name()], filepath.Join(p, e.Name()))
+			}
+		}
+	}
+	return found, nil
+}
+
+// removeOrphanCgroups removes the empty run cgroups no container state
+// accounts for: what a run left when its Destroy failed, or when the
+// runtime's tmpfs went away with the state while the cgroups stayed. A
+// cgroup with processes is left alone and logged: it may be another
+// runtime's live run.
+func (r *Runtime) removeOrphanCgroups() {
+	found, err := r.runCgroups()
+	if err != nil {
+		r.logger.Warn("list run cgroups", "err", err)
+		return
+	}
+	for id, dirs := range found {
+		if _, err := os.Stat(filepath.Join(r.root, "state", id)); err == nil {
+			continue
+		}
+		for _, d := range dirs {
+			if procs, _ := os.ReadFile(filepath.Join(d, "cgroup.procs")); len(strings.TrimSpace(string(procs))) > 0 {
+				r.logger.Warn("run cgroup without state still has processes", "cgroup", d)
+				continue
+			}
+			if err := os.Remove(d); err != nil {
+				r.logger.Warn("remove orphan run cgroup", "cgroup", d, "err", err)
+			}
+		}
+	}
+}

@@ -124,6 +124,7 @@ print("BLOCKED" if r < 0 else "ESCAPED getpid=%d" % r)`)},
 			if err != nil {
 				t.Fatalf("Run() = %v", err)
 			}
+			requireHostClean(t, r, res.ID)
 			out := strings.TrimSpace(string(res.Stdout))
 			if res.Signal == "SIGSYS" {
 				return // seccomp killed it: as blocked as it gets
@@ -170,6 +171,7 @@ func TestRuntime_LeavesNothing(t *testing.T) {
 	if err != nil || res.Verdict != VerdictOK {
 		t.Fatalf("Run() = %+v, %v", res, err)
 	}
+	requireHostClean(t, r, res.ID)
 	for _, d := range []string{"state", "runs"} {
 		entries, _ := os.ReadDir(filepath.Join(r.root, d))
 		if len(entries) != 0 {
@@ -231,6 +233,7 @@ func TestRedTeam_Native(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			requireHostClean(t, r, res.ID)
 			if res.Signal == "SIGSYS" {
 				return
 			}

@@ -27,16 +27,20 @@ var (
 	ErrNoSeccomp = errors.New("sandbox: this binary was built without seccomp support (build with cgo and -tags seccomp, as make build does)")
 )
 
-// Runtime runs sandboxes. Its state lives under Root: libcontainer's state
-// in Root/state and each run's root filesystem in Root/runs.
+// Runtime runs sandboxes. Its state lives under Root, on a tmpfs:
+// libcontainer's state in Root/state and each run's root filesystem in
+// Root/runs.
 type Runtime struct {
 	root         string
 	cgroupParent string
 	budget       Budget
 	logger       *slog.Logger
+	mounted      bool // Root's tmpfs is ours to unmount
 }
 
 // NewRuntime prepares a runtime rooted at root. It needs root privileges.
+// Unless root is on a tmpfs already, it mounts one there; Close unmounts
+// it.
 func NewRuntime(root string, logger *slog.Logger) (*Runtime, error) {
 	if os.Geteuid() != 0 {
 		return nil, ErrNotRoot
@@ -44,16 +48,62 @@ func NewRuntime(root string, logger *slog.Logger) (*Runtime, error) {
 	if !seccompBuilt {
 		return nil, ErrNoSeccomp
 	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	mounted, err := ensureTmpfs(root)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	r := &Runtime{root: root, cgroupParent: "kernelbox", logger: logger.With("component", "sandbox"), mounted: mounted}
 	for _, d := range []string{"state", "runs"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o700); err != nil {
+			r.Close()
 			return nil, fmt.Errorf("sandbox: %w", err)
 		}
 	}
-	return &Runtime{root: root, cgroupParent: "kernelbox", logger: logger.With("component", "sandbox")}, nil
+	return r, nil
+}
+
+// ensureTmpfs puts dir on a tmpfs of its own unless it is on one already
+// (a restarted daemon finds the one it mounted before, with the state of
+// the runs it left). Every run creates and removes a root skeleton and
+// libcontainer's state files; on a journalled disk filesystem that cost 10
+// to 25 ms a run on CI's machine (`go test -bench Overhead`), a third of a
+// run's overhead. And a run that keeps files has its /work there: on a
+// tmpfs its pages are charged to the run's own memory cgroup instead of
+// filling the host's disk.
+func ensureTmpfs(dir string) (bool, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return false, fmt.Errorf("statfs %s: %w", dir, err)
+	}
+	if st.Type == unix.TMPFS_MAGIC {
+		return false, nil
+	}
+	// Exec stays allowed: a kept /work holds compiled programs that run.
+	if err := unix.Mount("kernelbox-sandbox", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0700"); err != nil {
+		return false, fmt.Errorf("mount tmpfs on %s: %w", dir, err)
+	}
+	return true, nil
+}
+
+// Close unmounts the tmpfs NewRuntime mounted. Runs must have ended.
+func (r *Runtime) Close() error {
+	if !r.mounted {
+		return nil
+	}
+	r.mounted = false
+	if err := unix.Unmount(r.root, unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("sandbox: unmount %s: %w", r.root, err)
+	}
+	return nil
 }
 
 // CleanStale kills and removes the containers and run directories an
-// earlier process left (a crash, a reboot), so nothing of theirs runs on.
+// earlier process left (a crash, a reboot), so nothing of theirs runs on,
+// and removes the empty run cgroups nothing accounts for any more. It
+// returns how many containers it found. Call it before the first Run.
 func (r *Runtime) CleanStale() (int, error) {
 	entries, err := os.ReadDir(filepath.Join(r.root, "state"))
 	if err != nil {
@@ -63,6 +113,9 @@ func (r *Runtime) CleanStale() (int, error) {
 	for _, e := range entries {
 		if c, err := libcontainer.Load(filepath.Join(r.root, "state"), e.Name()); err == nil {
 			_ = c.Signal(unix.SIGKILL)
+			// Destroy refuses a container whose init still lives, and the
+			// kill takes effect asynchronously.
+			waitStopped(c, 5*time.Second)
 			if err := c.Destroy(); err != nil {
 				r.logger.Warn("destroy stale container", "container", e.Name(), "err", err)
 			}
@@ -75,13 +128,25 @@ func (r *Runtime) CleanStale() (int, error) {
 	for _, e := range runs {
 		_ = os.RemoveAll(filepath.Join(r.root, "runs", e.Name()))
 	}
+	r.removeOrphanCgroups()
 	return n, nil
 }
+
+func waitStopped(c *libcontainer.Container, limit time.Duration) {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if st, err := c.Status(); err != nil || st == libcontainer.Stopped {
+			return
+		}
+	}
+}
+
+// idPrefix starts every run's container id, and so its cgroup's name.
+const idPrefix = "kb-"
 
 func newID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return "kb-" + hex.EncodeToString(b[:])
+	return idPrefix + hex.EncodeToString(b[:])
 }
 
 // Run runs one spec to its end and returns what happened. An error means
@@ -100,7 +165,7 @@ func (r *Runtime) Run(ctx context.Context, s Spec) (*Result, error) {
 	runDir := filepath.Join(r.root, "runs", id)
 	defer os.RemoveAll(runDir)
 	rootfs := filepath.Join(runDir, "rootfs")
-	res := &Result{}
+	res := &Result{ID: id}
 	fail := func(op string, err error) (*Result, error) {
 		res.Verdict = VerdictSandboxErr
 		res.Error = fmt.Sprintf("%s: %v", op, err)

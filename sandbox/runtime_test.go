@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/containerd/cgroups/v3"
 	"github.com/opencontainers/runc/libcontainer"
+	"golang.org/x/sys/unix"
 
 	"kernelbox/policies"
 )
@@ -28,7 +30,31 @@ func newTestRuntime(t *testing.T) *Runtime {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := r.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return r
+}
+
+// requireHostClean fails the test unless the run left nothing on the
+// host: no cgroup in any hierarchy (which also means no process: a cgroup
+// with processes cannot be removed), no state and no run directory.
+func requireHostClean(t *testing.T, r *Runtime, id string) {
+	t.Helper()
+	found, err := r.runCgroups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dirs := found[id]; len(dirs) > 0 {
+		t.Errorf("run %s left its cgroups: %v", id, dirs)
+	}
+	for _, d := range []string{"state", "runs"} {
+		if _, err := os.Lstat(filepath.Join(r.root, d, id)); err == nil {
+			t.Errorf("run %s left %s/%s", id, d, id)
+		}
+	}
 }
 
 type testWriter struct{ t *testing.T }
@@ -196,6 +222,12 @@ func removeParent(t *testing.T, parent string) {
 func TestRuntime_CleanStale(t *testing.T) {
 	t.Parallel()
 	r := newTestRuntime(t)
+	// A parent of its own: the sweep of orphan cgroups must not meet the
+	// cgroups of the other tests' runs.
+	r.cgroupParent = "kernelbox-test-" + newID()
+	t.Cleanup(func() { removeParent(t, r.cgroupParent) })
+	// An orphan: a run cgroup whose state is gone, in every hierarchy.
+	orphan := newID()
 	s := shSpec("sleep 300")
 	s.UID, s.GID = nobody, nobody
 	id := newID()
@@ -215,11 +247,16 @@ func TestRuntime_CleanStale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	makeOrphanCgroups(t, r, orphan)
 	// A new runtime on the same root, as after a restart.
 	r2, err := NewRuntime(r.root, r.logger)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if r2.mounted {
+		t.Error("the second runtime mounted a tmpfs over the first one's state")
+	}
+	r2.cgroupParent = r.cgroupParent
 	n, err := r2.CleanStale()
 	if err != nil || n != 1 {
 		t.Fatalf("CleanStale() = %d, %v; want 1 container", n, err)
@@ -243,6 +280,62 @@ func TestRuntime_CleanStale(t *testing.T) {
 		if entries, _ := os.ReadDir(filepath.Join(r.root, d)); len(entries) != 0 {
 			t.Errorf("%s still holds %d entries", d, len(entries))
 		}
+	}
+	requireHostClean(t, r, id)
+	requireHostClean(t, r, orphan)
+}
+
+// makeOrphanCgroups makes an empty run cgroup named id in every hierarchy
+// the runtime's runs use.
+func makeOrphanCgroups(t *testing.T, r *Runtime, id string) {
+	t.Helper()
+	found, err := r.runCgroups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) == 0 {
+		t.Fatal("no run cgroup to copy the hierarchies from")
+	}
+	for _, dirs := range found {
+		for _, d := range dirs {
+			if err := os.Mkdir(filepath.Join(filepath.Dir(d), id), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		break
+	}
+}
+
+// TestRuntime_RootOnTmpfs: the runtime's state and run directories live
+// on a tmpfs it mounted, which Close takes away again.
+func TestRuntime_RootOnTmpfs(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount")
+	}
+	dir := t.TempDir()
+	r, err := NewRuntime(dir, slog.New(slog.NewTextHandler(testWriter{t}, nil)))
+	if errors.Is(err, ErrNoSeccomp) {
+		t.Skip("needs the seccomp build tag")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsType := func() int64 {
+		var st unix.Statfs_t
+		if err := unix.Statfs(filepath.Join(dir, "state"), &st); err != nil {
+			return 0
+		}
+		return st.Type
+	}
+	if got := fsType(); got != unix.TMPFS_MAGIC {
+		t.Errorf("state is on filesystem type %#x, want tmpfs", got)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := fsType(); got == unix.TMPFS_MAGIC {
+		t.Error("the tmpfs is still mounted after Close")
 	}
 }
 

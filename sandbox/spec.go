@@ -72,6 +72,7 @@ const (
 
 // Result is what a run left behind.
 type Result struct {
+	ID         string        `json:"id"` // the container's, unique per run
 	Verdict    Verdict       `json:"verdict"`
 	ExitCode   int           `json:"exit_code"`
 	Signal     string        `json:"signal,omitempty"`
