@@ -5,6 +5,7 @@ go 1.26
 require (
 	github.com/containerd/cgroups/v3 v3.1.3
 	github.com/google/go-cmp v0.7.0
+	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/opencontainers/cgroups v0.1.0
 	github.com/opencontainers/runc v1.5.3
 	github.com/opencontainers/runtime-spec v1.3.0

@@ -1,0 +1,335 @@
+package queue
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors of the queue.
+var (
+	// ErrNoJob: nothing is ready for the asked GPU type.
+	ErrNoJob = errors.New("no job ready")
+	// ErrLeaseLost: the job is no longer held under this lease (reaped,
+	// cancelled, or finished by someone else).
+	ErrLeaseLost = errors.New("lease lost")
+	// ErrNotFound: no job has that id.
+	ErrNotFound = errors.New("job not found")
+	// ErrSchemaTooNew: the database was written by a newer kernelbox.
+	ErrSchemaTooNew = errors.New("schema too new")
+)
+
+// Class orders jobs: every ready test-class job runs before any ranked one,
+// so a contestant checking correctness is not stuck behind timed runs.
+type Class int
+
+// The job classes.
+const (
+	ClassTest   Class = 0
+	ClassRanked Class = 1
+)
+
+// State is a job's place in its life.
+type State string
+
+// The job states.
+const (
+	Queued    State = "queued"
+	Leased    State = "leased"
+	Running   State = "running"
+	Succeeded State = "succeeded"
+	Failed    State = "failed"
+	Cancelled State = "cancelled"
+	TimedOut  State = "timed_out"
+)
+
+// NewJob is what Enqueue takes.
+type NewJob struct {
+	Class   Class
+	User    string
+	GPUType string
+	// Payload is the caller's description of the work; the queue stores it
+	// and hands it back, nothing more.
+	Payload []byte
+	// MaxAttempts bounds retries of infrastructure failures; 3 when zero.
+	MaxAttempts int
+}
+
+// Job is a stored job.
+type Job struct {
+	ID          int64
+	Class       Class
+	User        string
+	GPUType     string
+	Payload     []byte
+	State       State
+	Attempts    int
+	MaxAttempts int
+	Created     time.Time
+	Error       string
+}
+
+// Lease is a claimed job together with the token that proves the claim.
+type Lease struct {
+	Job
+	Token string
+	Until time.Time
+}
+
+// Enqueue stores the jobs in one transaction: all of them or none, so a
+// leaderboard submission never has its public run without its secret twin.
+func (s *Store) Enqueue(ctx context.Context, jobs ...NewJob) ([]int64, error) {
+	now := ms(s.now())
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("enqueue: %w", err)
+	}
+	defer tx.Rollback()
+	ids := make([]int64, 0, len(jobs))
+	for _, j := range jobs {
+		if j.User == "" || j.GPUType == "" {
+			return nil, fmt.Errorf("enqueue: job needs a user and a GPU type")
+		}
+		if j.MaxAttempts <= 0 {
+			j.MaxAttempts = 3
+		}
+		if j.Payload == nil {
+			j.Payload = []byte{}
+		}
+		var id int64
+		err := tx.QueryRowContext(ctx, `INSERT INTO jobs (class, user, gpu_type, payload, max_attempts, created_ms, run_after_ms)
+			VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			j.Class, j.User, j.GPUType, j.Payload, j.MaxAttempts, now, now).Scan(&id)
+		if err != nil {
+			return nil, fmt.Errorf("enqueue: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("enqueue: %w", err)
+	}
+	return ids, nil
+}
+
+// Claim leases the next ready job for gpuType to the daemon of boot, for
+// ttl. The pick: class first (test before ranked), then the user who has
+// used the least GPU time, less a credit for how long the job has waited
+// (agePerSecond GPU-milliseconds per second waited) so that a heavy user's
+// job still runs eventually; then the oldest.
+func (s *Store) Claim(ctx context.Context, gpuType, boot string, ttl time.Duration, agePerSecond int64) (*Lease, error) {
+	token, err := newToken()
+	if err != nil {
+		return nil, fmt.Errorf("claim %s: %w", gpuType, err)
+	}
+	now := ms(s.now())
+	until := now + ttl.Milliseconds()
+	row := s.db.QueryRowContext(ctx, `UPDATE jobs SET state = 'leased', lease_token = ?, lease_boot = ?, lease_until_ms = ?, attempts = attempts + 1
+		WHERE id = (
+			SELECT j.id FROM jobs j LEFT JOIN usage u ON u.user = j.user
+			WHERE j.state = 'queued' AND j.gpu_type = ? AND j.run_after_ms <= ?
+			ORDER BY j.class, COALESCE(u.gpu_ms, 0) - (? - j.created_ms) / 1000 * ?, j.id
+			LIMIT 1)
+		RETURNING id, class, user, gpu_type, payload, state, attempts, max_attempts, created_ms, error`,
+		token, boot, until, gpuType, now, now, agePerSecond)
+	var l Lease
+	var created int64
+	err = row.Scan(&l.ID, &l.Class, &l.User, &l.GPUType, &l.Payload, &l.State, &l.Attempts, &l.MaxAttempts, &created, &l.Error)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNoJob
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim %s: %w", gpuType, err)
+	}
+	l.Created = time.UnixMilli(created)
+	l.Token = token
+	l.Until = time.UnixMilli(until)
+	return &l, nil
+}
+
+// Start marks a leased job running.
+func (s *Store) Start(ctx context.Context, l *Lease) error {
+	err := s.fenced(ctx, l, `UPDATE jobs SET state = 'running', started_ms = ? WHERE id = ? AND lease_token = ? AND state = 'leased'`,
+		ms(s.now()), l.ID, l.Token)
+	if err != nil {
+		return fmt.Errorf("start job %d: %w", l.ID, err)
+	}
+	l.State = Running
+	return nil
+}
+
+// Heartbeat extends the lease to now+ttl.
+func (s *Store) Heartbeat(ctx context.Context, l *Lease, ttl time.Duration) error {
+	until := ms(s.now()) + ttl.Milliseconds()
+	err := s.fenced(ctx, l, `UPDATE jobs SET lease_until_ms = ? WHERE id = ? AND lease_token = ? AND state IN ('leased','running')`,
+		until, l.ID, l.Token)
+	if err != nil {
+		return fmt.Errorf("heartbeat job %d: %w", l.ID, err)
+	}
+	l.Until = time.UnixMilli(until)
+	return nil
+}
+
+// Finish ends a held job in a final state and charges the GPU time it used
+// to its user's fair share, in one transaction.
+func (s *Store) Finish(ctx context.Context, l *Lease, st State, gpuTime time.Duration, errText string) error {
+	switch st {
+	case Succeeded, Failed, TimedOut, Cancelled:
+	default:
+		return fmt.Errorf("finish job %d: %q is not a final state", l.ID, st)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("finish job %d: %w", l.ID, err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `UPDATE jobs SET state = ?, finished_ms = ?, error = ?, lease_token = NULL, lease_until_ms = NULL
+		WHERE id = ? AND lease_token = ? AND state IN ('leased','running')`, st, ms(s.now()), errText, l.ID, l.Token)
+	if err == nil {
+		err = oneRow(res)
+	}
+	if err != nil {
+		return fmt.Errorf("finish job %d: %w", l.ID, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO usage (user, gpu_ms) VALUES (?, ?)
+		ON CONFLICT (user) DO UPDATE SET gpu_ms = gpu_ms + excluded.gpu_ms`, l.User, gpuTime.Milliseconds()); err != nil {
+		return fmt.Errorf("finish job %d: charge %s: %w", l.ID, l.User, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("finish job %d: %w", l.ID, err)
+	}
+	l.State = st
+	return nil
+}
+
+// Retry gives a held job back to the queue after an infrastructure failure
+// (not a wrong answer), to run again after delay; once its attempts are
+// spent it fails instead. It reports whether the job was requeued.
+func (s *Store) Retry(ctx context.Context, l *Lease, delay time.Duration, errText string) (bool, error) {
+	now := ms(s.now())
+	var st State
+	err := s.db.QueryRowContext(ctx, `UPDATE jobs SET
+			state = CASE WHEN attempts < max_attempts THEN 'queued' ELSE 'failed' END,
+			run_after_ms = ?, error = ?, lease_token = NULL, lease_until_ms = NULL,
+			finished_ms = CASE WHEN attempts < max_attempts THEN NULL ELSE ? END
+		WHERE id = ? AND lease_token = ? AND state IN ('leased','running') RETURNING state`,
+		now+delay.Milliseconds(), errText, now, l.ID, l.Token).Scan(&st)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, fmt.Errorf("retry job %d: %w", l.ID, ErrLeaseLost)
+	}
+	if err != nil {
+		return false, fmt.Errorf("retry job %d: %w", l.ID, err)
+	}
+	l.State = st
+	return st == Queued, nil
+}
+
+// Cancel cancels a job that has not finished. A queued job is cancelled at
+// once; a held one too, and its holder's next fenced update fails with
+// ErrLeaseLost, which is its signal to stop the run.
+func (s *Store) Cancel(ctx context.Context, id int64) error {
+	res, err := s.db.ExecContext(ctx, `UPDATE jobs SET state = 'cancelled', finished_ms = ?, lease_token = NULL, lease_until_ms = NULL
+		WHERE id = ? AND state IN ('queued','leased','running')`, ms(s.now()), id)
+	if err == nil {
+		err = oneRow(res)
+	}
+	if errors.Is(err, ErrLeaseLost) {
+		if _, gerr := s.Get(ctx, id); gerr != nil {
+			return fmt.Errorf("cancel job %d: %w", id, gerr)
+		}
+		return nil // already final: cancelling is idempotent
+	}
+	if err != nil {
+		return fmt.Errorf("cancel job %d: %w", id, err)
+	}
+	return nil
+}
+
+// Reap requeues (or, with no attempts left, fails) every held job whose
+// lease has expired or belongs to a boot other than boot: their holder is
+// gone. It returns how many jobs it touched.
+func (s *Store) Reap(ctx context.Context, boot string) (int, error) {
+	now := ms(s.now())
+	res, err := s.db.ExecContext(ctx, `UPDATE jobs SET
+			state = CASE WHEN attempts < max_attempts THEN 'queued' ELSE 'failed' END,
+			error = CASE WHEN attempts < max_attempts THEN error ELSE 'lease expired on the last attempt' END,
+			finished_ms = CASE WHEN attempts < max_attempts THEN NULL ELSE ? END,
+			lease_token = NULL, lease_until_ms = NULL
+		WHERE state IN ('leased','running') AND (lease_until_ms < ? OR lease_boot <> ?)`, now, now, boot)
+	if err != nil {
+		return 0, fmt.Errorf("reap leases: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("reap leases: %w", err)
+	}
+	return int(n), nil
+}
+
+// Get returns one job.
+func (s *Store) Get(ctx context.Context, id int64) (*Job, error) {
+	var j Job
+	var created int64
+	err := s.db.QueryRowContext(ctx, `SELECT id, class, user, gpu_type, payload, state, attempts, max_attempts, created_ms, error
+		FROM jobs WHERE id = ?`, id).Scan(&j.ID, &j.Class, &j.User, &j.GPUType, &j.Payload, &j.State, &j.Attempts, &j.MaxAttempts, &created, &j.Error)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("get job %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get job %d: %w", id, err)
+	}
+	j.Created = time.UnixMilli(created)
+	return &j, nil
+}
+
+// Depth counts queued jobs per GPU type.
+func (s *Store) Depth(ctx context.Context) (map[string]int, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT gpu_type, COUNT(*) FROM jobs WHERE state = 'queued' GROUP BY gpu_type`)
+	if err != nil {
+		return nil, fmt.Errorf("queue depth: %w", err)
+	}
+	defer rows.Close()
+	d := map[string]int{}
+	for rows.Next() {
+		var g string
+		var n int
+		if err := rows.Scan(&g, &n); err != nil {
+			return nil, fmt.Errorf("queue depth: %w", err)
+		}
+		d[g] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("queue depth: %w", err)
+	}
+	return d, nil
+}
+
+func (s *Store) fenced(ctx context.Context, _ *Lease, query string, args ...any) error {
+	res, err := s.db.ExecContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	return oneRow(res)
+}
+
+func oneRow(res sql.Result) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+func newToken() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}

@@ -1,0 +1,296 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// clock is a settable test clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+type testBundle struct {
+	s     *Store
+	clock *clock
+	path  string
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	c := &clock{t: time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)}
+	path := filepath.Join(t.TempDir(), "queue.db")
+	s, err := Open(t.Context(), path, Options{Now: c.Now})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return &testBundle{s: s, clock: c, path: path}
+}
+
+func mustEnqueue(t *testing.T, s *Store, jobs ...NewJob) []int64 {
+	t.Helper()
+	ids, err := s.Enqueue(t.Context(), jobs...)
+	if err != nil {
+		t.Fatalf("Enqueue: %v", err)
+	}
+	return ids
+}
+
+func mustClaim(t *testing.T, s *Store, gpu string) *Lease {
+	t.Helper()
+	l, err := s.Claim(t.Context(), gpu, "boot-a", time.Minute, 0)
+	if err != nil {
+		t.Fatalf("Claim(%s): %v", gpu, err)
+	}
+	return l
+}
+
+func TestStore_ClaimOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	// alice has used an hour of GPU time, bob none.
+	mustEnqueue(t, b.s, NewJob{User: "alice", GPUType: "cpu", Payload: []byte("warm")})
+	l := mustClaim(t, b.s, "cpu")
+	if err := b.s.Finish(ctx, l, Succeeded, time.Hour, ""); err != nil {
+		t.Fatal(err)
+	}
+	ranked := mustEnqueue(t, b.s, NewJob{Class: ClassRanked, User: "bob", GPUType: "cpu"})[0]
+	b.clock.Add(time.Second)
+	aliceTest := mustEnqueue(t, b.s, NewJob{User: "alice", GPUType: "cpu"})[0]
+	b.clock.Add(time.Second)
+	bobTest := mustEnqueue(t, b.s, NewJob{User: "bob", GPUType: "cpu"})[0]
+	mustEnqueue(t, b.s, NewJob{User: "carol", GPUType: "h200"})
+
+	// Test class first; within it bob (no usage) before alice although
+	// alice queued first; the ranked job last; the h200 job never.
+	want := []int64{bobTest, aliceTest, ranked}
+	for i, w := range want {
+		got := mustClaim(t, b.s, "cpu")
+		if got.ID != w {
+			t.Fatalf("claim %d = job %d, want %d", i, got.ID, w)
+		}
+	}
+	if _, err := b.s.Claim(ctx, "cpu", "boot-a", time.Minute, 0); !errors.Is(err, ErrNoJob) {
+		t.Fatalf("Claim on an empty cpu queue: err = %v, want ErrNoJob", err)
+	}
+}
+
+func TestStore_Ageing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	mustEnqueue(t, b.s, NewJob{User: "heavy", GPUType: "cpu"})
+	if err := b.s.Finish(ctx, mustClaim(t, b.s, "cpu"), Succeeded, 10*time.Second, ""); err != nil {
+		t.Fatal(err)
+	}
+	old := mustEnqueue(t, b.s, NewJob{User: "heavy", GPUType: "cpu"})[0]
+	b.clock.Add(20 * time.Second)
+	mustEnqueue(t, b.s, NewJob{User: "light", GPUType: "cpu"})
+	// heavy's 10 s of usage less 20 s waited at 1000 ms/s puts its job ahead.
+	l, err := b.s.Claim(ctx, "cpu", "boot-a", time.Minute, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.ID != old {
+		t.Fatalf("with ageing, claim = job %d (%s), want the heavy user's old job %d", l.ID, l.User, old)
+	}
+}
+
+func TestStore_Fencing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	id := mustEnqueue(t, b.s, NewJob{User: "u", GPUType: "cpu"})[0]
+	first := mustClaim(t, b.s, "cpu")
+	if err := b.s.Start(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	// The lease expires; the reaper requeues; another worker claims.
+	b.clock.Add(2 * time.Minute)
+	if n, err := b.s.Reap(ctx, "boot-a"); err != nil || n != 1 {
+		t.Fatalf("Reap = %d, %v; want 1, nil", n, err)
+	}
+	second := mustClaim(t, b.s, "cpu")
+	if second.ID != id || second.Attempts != 2 {
+		t.Fatalf("reclaimed job %d attempt %d, want job %d attempt 2", second.ID, second.Attempts, id)
+	}
+	// The first holder wakes up: every update it tries is refused.
+	if err := b.s.Heartbeat(ctx, first, time.Minute); !errors.Is(err, ErrLeaseLost) {
+		t.Errorf("stale Heartbeat: err = %v, want ErrLeaseLost", err)
+	}
+	if err := b.s.Finish(ctx, first, Succeeded, time.Second, ""); !errors.Is(err, ErrLeaseLost) {
+		t.Errorf("stale Finish: err = %v, want ErrLeaseLost", err)
+	}
+	if err := b.s.Finish(ctx, second, Failed, time.Second, "wrong answer"); err != nil {
+		t.Fatalf("Finish by the holder: %v", err)
+	}
+	j, err := b.s.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.State != Failed || j.Error != "wrong answer" {
+		t.Fatalf("job = %s %q, want failed \"wrong answer\"", j.State, j.Error)
+	}
+}
+
+func TestStore_RecoverEarlierBoot(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	ids := mustEnqueue(t, b.s, NewJob{User: "u", GPUType: "cpu"}, NewJob{User: "u", GPUType: "cpu", MaxAttempts: 1})
+	for range ids {
+		if _, err := b.s.Claim(ctx, "cpu", "boot-old", time.Hour, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The daemon died; the database is reopened by a new boot.
+	b.s.Close()
+	s, err := Open(ctx, b.path, Options{Now: b.clock.Now})
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer s.Close()
+	if n, err := s.Reap(ctx, "boot-new"); err != nil || n != 2 {
+		t.Fatalf("Reap = %d, %v; want 2, nil", n, err)
+	}
+	want := map[int64]State{ids[0]: Queued, ids[1]: Failed}
+	for id, st := range want {
+		j, err := s.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.State != st {
+			t.Errorf("job %d after recovery = %s, want %s", id, j.State, st)
+		}
+	}
+}
+
+func TestStore_RetryAndCancel(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	id := mustEnqueue(t, b.s, NewJob{User: "u", GPUType: "cpu", MaxAttempts: 2})[0]
+	l := mustClaim(t, b.s, "cpu")
+	requeued, err := b.s.Retry(ctx, l, 10*time.Second, "sandbox error")
+	if err != nil || !requeued {
+		t.Fatalf("Retry = %v, %v; want true, nil", requeued, err)
+	}
+	if _, err := b.s.Claim(ctx, "cpu", "boot-a", time.Minute, 0); !errors.Is(err, ErrNoJob) {
+		t.Fatalf("Claim before the retry delay: err = %v, want ErrNoJob", err)
+	}
+	b.clock.Add(11 * time.Second)
+	l = mustClaim(t, b.s, "cpu")
+	if requeued, err := b.s.Retry(ctx, l, 0, "sandbox error"); err != nil || requeued {
+		t.Fatalf("Retry on the last attempt = %v, %v; want false, nil", requeued, err)
+	}
+	if j, _ := b.s.Get(ctx, id); j.State != Failed {
+		t.Fatalf("job after its last attempt = %s, want failed", j.State)
+	}
+
+	id2 := mustEnqueue(t, b.s, NewJob{User: "u", GPUType: "cpu"})[0]
+	held := mustClaim(t, b.s, "cpu")
+	if err := b.s.Cancel(ctx, id2); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.s.Cancel(ctx, id2); err != nil {
+		t.Fatalf("second Cancel: %v, want nil (idempotent)", err)
+	}
+	if err := b.s.Heartbeat(ctx, held, time.Minute); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("Heartbeat after Cancel: err = %v, want ErrLeaseLost", err)
+	}
+	if err := b.s.Cancel(ctx, 9999); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Cancel(9999): err = %v, want ErrNotFound", err)
+	}
+}
+
+// TestStore_ConcurrentClaims: many workers claim at once through separate
+// Stores on one file (as after a restart overlap); every job is leased
+// exactly once.
+func TestStore_ConcurrentClaims(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	const n = 200
+	jobs := make([]NewJob, n)
+	for i := range jobs {
+		jobs[i] = NewJob{User: string(rune('a' + i%20)), GPUType: "cpu"}
+	}
+	mustEnqueue(t, b.s, jobs...)
+	other, err := Open(ctx, b.path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	var mu sync.Mutex
+	seen := map[int64]int{}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		s := b.s
+		if w%2 == 1 {
+			s = other
+		}
+		wg.Go(func() {
+			for {
+				l, err := s.Claim(context.Background(), "cpu", "boot-a", time.Hour, 0)
+				if errors.Is(err, ErrNoJob) {
+					return
+				}
+				if err != nil {
+					t.Errorf("Claim: %v", err)
+					return
+				}
+				mu.Lock()
+				seen[l.ID]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(seen) != n {
+		t.Fatalf("claimed %d distinct jobs, want %d", len(seen), n)
+	}
+	for id, c := range seen {
+		if c != 1 {
+			t.Errorf("job %d claimed %d times", id, c)
+		}
+	}
+}
+
+func TestOpen_RefusesNewerSchema(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	if _, err := b.s.db.Exec("PRAGMA user_version = 999"); err != nil {
+		t.Fatal(err)
+	}
+	b.s.Close()
+	_, err := Open(t.Context(), b.path, Options{})
+	if !errors.Is(err, ErrSchemaTooNew) {
+		t.Fatalf("Open of a newer schema: err = %v, want ErrSchemaTooNew", err)
+	}
+}
+
+func TestEnqueue_AllOrNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := b.s.Enqueue(t.Context(), NewJob{User: "u", GPUType: "cpu"}, NewJob{User: "", GPUType: "cpu"})
+	if err == nil {
+		t.Fatal("Enqueue with a job lacking a user: err = nil")
+	}
+	d, err := b.s.Depth(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d["cpu"] != 0 {
+		t.Fatalf("depth after a refused batch = %d, want 0", d["cpu"])
+	}
+}
