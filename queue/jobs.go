@@ -133,18 +133,16 @@ func (s *Store) Claim(ctx context.Context, gpuType, boot string, ttl time.Durati
 			WHERE j.state = 'queued' AND j.gpu_type = ? AND j.run_after_ms <= ?
 			ORDER BY j.class, COALESCE(u.gpu_ms, 0) - (? - j.created_ms) / 1000 * ?, j.id
 			LIMIT 1)
-		RETURNING id, class, user, gpu_type, payload, state, attempts, max_attempts, created_ms, error`,
+		RETURNING `+jobColumns,
 		token, boot, until, gpuType, now, now, agePerSecond)
 	var l Lease
-	var created int64
-	err = row.Scan(&l.ID, &l.Class, &l.User, &l.GPUType, &l.Payload, &l.State, &l.Attempts, &l.MaxAttempts, &created, &l.Error)
+	err = scanJob(row, &l.Job)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNoJob
 	}
 	if err != nil {
 		return nil, fmt.Errorf("claim %s: %w", gpuType, err)
 	}
-	l.Created = time.UnixMilli(created)
 	l.Token = token
 	l.Until = time.UnixMilli(until)
 	return &l, nil
@@ -152,7 +150,7 @@ func (s *Store) Claim(ctx context.Context, gpuType, boot string, ttl time.Durati
 
 // Start marks a leased job running.
 func (s *Store) Start(ctx context.Context, l *Lease) error {
-	err := s.fenced(ctx, l, `UPDATE jobs SET state = 'running', started_ms = ? WHERE id = ? AND lease_token = ? AND state = 'leased'`,
+	err := s.fenced(ctx, `UPDATE jobs SET state = 'running', started_ms = ? WHERE id = ? AND lease_token = ? AND state = 'leased'`,
 		ms(s.now()), l.ID, l.Token)
 	if err != nil {
 		return fmt.Errorf("start job %d: %w", l.ID, err)
@@ -164,7 +162,7 @@ func (s *Store) Start(ctx context.Context, l *Lease) error {
 // Heartbeat extends the lease to now+ttl.
 func (s *Store) Heartbeat(ctx context.Context, l *Lease, ttl time.Duration) error {
 	until := ms(s.now()) + ttl.Milliseconds()
-	err := s.fenced(ctx, l, `UPDATE jobs SET lease_until_ms = ? WHERE id = ? AND lease_token = ? AND state IN ('leased','running')`,
+	err := s.fenced(ctx, `UPDATE jobs SET lease_until_ms = ? WHERE id = ? AND lease_token = ? AND state IN ('leased','running')`,
 		until, l.ID, l.Token)
 	if err != nil {
 		return fmt.Errorf("heartbeat job %d: %w", l.ID, err)
@@ -272,17 +270,26 @@ func (s *Store) Reap(ctx context.Context, boot string) (int, error) {
 // Get returns one job.
 func (s *Store) Get(ctx context.Context, id int64) (*Job, error) {
 	var j Job
-	var created int64
-	err := s.db.QueryRowContext(ctx, `SELECT id, class, user, gpu_type, payload, state, attempts, max_attempts, created_ms, error
-		FROM jobs WHERE id = ?`, id).Scan(&j.ID, &j.Class, &j.User, &j.GPUType, &j.Payload, &j.State, &j.Attempts, &j.MaxAttempts, &created, &j.Error)
+	err := scanJob(s.db.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id), &j)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("get job %d: %w", id, ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get job %d: %w", id, err)
 	}
-	j.Created = time.UnixMilli(created)
 	return &j, nil
+}
+
+// jobColumns are the columns scanJob reads, in its order.
+const jobColumns = `id, class, user, gpu_type, payload, state, attempts, max_attempts, created_ms, error`
+
+func scanJob(row *sql.Row, j *Job) error {
+	var created int64
+	if err := row.Scan(&j.ID, &j.Class, &j.User, &j.GPUType, &j.Payload, &j.State, &j.Attempts, &j.MaxAttempts, &created, &j.Error); err != nil {
+		return err
+	}
+	j.Created = time.UnixMilli(created)
+	return nil
 }
 
 // Depth counts queued jobs per GPU type.
@@ -307,7 +314,7 @@ func (s *Store) Depth(ctx context.Context) (map[string]int, error) {
 	return d, nil
 }
 
-func (s *Store) fenced(ctx context.Context, _ *Lease, query string, args ...any) error {
+func (s *Store) fenced(ctx context.Context, query string, args ...any) error {
 	res, err := s.db.ExecContext(ctx, query, args...)
 	if err != nil {
 		return err

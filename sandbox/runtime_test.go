@@ -3,7 +3,6 @@
 package sandbox
 
 import (
-	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -310,17 +309,8 @@ func makeOrphanCgroups(t *testing.T, r *Runtime, id string) {
 // on a tmpfs it mounted, which Close takes away again.
 func TestRuntime_RootOnTmpfs(t *testing.T) {
 	t.Parallel()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount")
-	}
-	dir := t.TempDir()
-	r, err := NewRuntime(dir, slog.New(slog.NewTextHandler(testWriter{t}, nil)))
-	if errors.Is(err, ErrNoSeccomp) {
-		t.Skip("needs the seccomp build tag")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newTestRuntime(t)
+	dir := r.root
 	fsType := func() int64 {
 		var st unix.Statfs_t
 		if err := unix.Statfs(filepath.Join(dir, "state"), &st); err != nil {
