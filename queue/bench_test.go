@@ -21,7 +21,7 @@ func BenchmarkStore_JobCycle(b *testing.B) {
 		if _, err := s.Enqueue(ctx, NewJob{User: "u", GPUType: "cpu", Payload: []byte("{}")}); err != nil {
 			b.Fatal(err)
 		}
-		l, err := s.Claim(ctx, "cpu", "boot", time.Minute, 0)
+		l, err := s.Claim(ctx, ClaimRequest{GPUType: "cpu", Boot: "boot", TTL: time.Minute})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -57,6 +58,9 @@ type NewJob struct {
 	Payload []byte
 	// MaxAttempts bounds retries of infrastructure failures; 3 when zero.
 	MaxAttempts int
+	// Key, when set, makes Enqueue idempotent: a job whose key is already
+	// stored is not added again, and its existing id is returned.
+	Key string
 }
 
 // Job is a stored job.
@@ -70,7 +74,19 @@ type Job struct {
 	Attempts    int
 	MaxAttempts int
 	Created     time.Time
+	Started     time.Time // zero until it runs
+	Finished    time.Time // zero until it ends
 	Error       string
+	Key         string
+}
+
+// Final reports whether the job has ended.
+func (j *Job) Final() bool {
+	switch j.State {
+	case Succeeded, Failed, Cancelled, TimedOut:
+		return true
+	}
+	return false
 }
 
 // Lease is a claimed job together with the token that proves the claim.
@@ -100,10 +116,17 @@ func (s *Store) Enqueue(ctx context.Context, jobs ...NewJob) ([]int64, error) {
 		if j.Payload == nil {
 			j.Payload = []byte{}
 		}
+		var key any
+		if j.Key != "" {
+			key = j.Key
+		}
 		var id int64
-		err := tx.QueryRowContext(ctx, `INSERT INTO jobs (class, user, gpu_type, payload, max_attempts, created_ms, run_after_ms)
-			VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-			j.Class, j.User, j.GPUType, j.Payload, j.MaxAttempts, now, now).Scan(&id)
+		err := tx.QueryRowContext(ctx, `INSERT INTO jobs (class, user, gpu_type, payload, max_attempts, created_ms, run_after_ms, key)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) WHERE key IS NOT NULL DO NOTHING RETURNING id`,
+			j.Class, j.User, j.GPUType, j.Payload, j.MaxAttempts, now, now, key).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = tx.QueryRowContext(ctx, `SELECT id FROM jobs WHERE key = ?`, j.Key).Scan(&id)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("enqueue: %w", err)
 		}
@@ -115,33 +138,51 @@ func (s *Store) Enqueue(ctx context.Context, jobs ...NewJob) ([]int64, error) {
 	return ids, nil
 }
 
-// Claim leases the next ready job for gpuType to the daemon of boot, for
-// ttl. The pick: class first (test before ranked), then the user who has
-// used the least GPU time, less a credit for how long the job has waited
-// (agePerSecond GPU-milliseconds per second waited) so that a heavy user's
-// job still runs eventually; then the oldest.
-func (s *Store) Claim(ctx context.Context, gpuType, boot string, ttl time.Duration, agePerSecond int64) (*Lease, error) {
+// ClaimRequest says which job a free GPU slot may take.
+type ClaimRequest struct {
+	GPUType string
+	// Boot identifies this daemon's life; leases of other boots are orphans.
+	Boot string
+	TTL  time.Duration
+	// AgePerSecond is the fair-share credit a waiting job earns, in
+	// GPU-milliseconds per second waited, so a heavy user's job still runs.
+	AgePerSecond int64
+	// MaxRunningPerUser skips users who already hold that many leases (on
+	// any GPU type), so one user cannot take every slot; 0 means no cap.
+	MaxRunningPerUser int
+}
+
+// Claim leases the next ready job of r.GPUType. The pick: class first (test
+// before ranked), then the user who has used the least GPU time less the
+// credit for waiting, then the oldest. It is one UPDATE … RETURNING, so two
+// slots never take the same job.
+func (s *Store) Claim(ctx context.Context, r ClaimRequest) (*Lease, error) {
 	token, err := newToken()
 	if err != nil {
-		return nil, fmt.Errorf("claim %s: %w", gpuType, err)
+		return nil, fmt.Errorf("claim %s: %w", r.GPUType, err)
 	}
 	now := ms(s.now())
-	until := now + ttl.Milliseconds()
+	until := now + r.TTL.Milliseconds()
+	capRunning := r.MaxRunningPerUser
+	if capRunning <= 0 {
+		capRunning = math.MaxInt32
+	}
 	row := s.db.QueryRowContext(ctx, `UPDATE jobs SET state = 'leased', lease_token = ?, lease_boot = ?, lease_until_ms = ?, attempts = attempts + 1
 		WHERE id = (
 			SELECT j.id FROM jobs j LEFT JOIN usage u ON u.user = j.user
 			WHERE j.state = 'queued' AND j.gpu_type = ? AND j.run_after_ms <= ?
+			  AND (SELECT COUNT(*) FROM jobs h WHERE h.user = j.user AND h.state IN ('leased','running')) < ?
 			ORDER BY j.class, COALESCE(u.gpu_ms, 0) - (? - j.created_ms) / 1000 * ?, j.id
 			LIMIT 1)
 		RETURNING `+jobColumns,
-		token, boot, until, gpuType, now, now, agePerSecond)
+		token, r.Boot, until, r.GPUType, now, capRunning, now, r.AgePerSecond)
 	var l Lease
 	err = scanJob(row, &l.Job)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNoJob
 	}
 	if err != nil {
-		return nil, fmt.Errorf("claim %s: %w", gpuType, err)
+		return nil, fmt.Errorf("claim %s: %w", r.GPUType, err)
 	}
 	l.Token = token
 	l.Until = time.UnixMilli(until)
@@ -225,6 +266,19 @@ func (s *Store) Retry(ctx context.Context, l *Lease, delay time.Duration, errTex
 	return st == Queued, nil
 }
 
+// Release gives a held job back to the queue without spending an attempt:
+// the daemon is shutting down, and the job did nothing wrong.
+func (s *Store) Release(ctx context.Context, l *Lease, why string) error {
+	err := s.fenced(ctx, `UPDATE jobs SET state = 'queued', attempts = MAX(attempts - 1, 0), error = ?,
+			lease_token = NULL, lease_until_ms = NULL, started_ms = NULL
+		WHERE id = ? AND lease_token = ? AND state IN ('leased','running')`, why, l.ID, l.Token)
+	if err != nil {
+		return fmt.Errorf("release job %d: %w", l.ID, err)
+	}
+	l.State = Queued
+	return nil
+}
+
 // Cancel cancels a job that has not finished. A queued job is cancelled at
 // once; a held one too, and its holder's next fenced update fails with
 // ErrLeaseLost, which is its signal to stop the run.
@@ -281,37 +335,27 @@ func (s *Store) Get(ctx context.Context, id int64) (*Job, error) {
 }
 
 // jobColumns are the columns scanJob reads, in its order.
-const jobColumns = `id, class, user, gpu_type, payload, state, attempts, max_attempts, created_ms, error`
+const jobColumns = `id, class, user, gpu_type, payload, state, attempts, max_attempts, created_ms, started_ms, finished_ms, error, key`
 
-func scanJob(row *sql.Row, j *Job) error {
+func scanJob(row interface{ Scan(...any) error }, j *Job) error {
 	var created int64
-	if err := row.Scan(&j.ID, &j.Class, &j.User, &j.GPUType, &j.Payload, &j.State, &j.Attempts, &j.MaxAttempts, &created, &j.Error); err != nil {
+	var started, finished sql.NullInt64
+	var key sql.NullString
+	if err := row.Scan(&j.ID, &j.Class, &j.User, &j.GPUType, &j.Payload, &j.State, &j.Attempts, &j.MaxAttempts,
+		&created, &started, &finished, &j.Error, &key); err != nil {
 		return err
 	}
 	j.Created = time.UnixMilli(created)
+	j.Started, j.Finished = fromMS(started), fromMS(finished)
+	j.Key = key.String
 	return nil
 }
 
-// Depth counts queued jobs per GPU type.
-func (s *Store) Depth(ctx context.Context) (map[string]int, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT gpu_type, COUNT(*) FROM jobs WHERE state = 'queued' GROUP BY gpu_type`)
-	if err != nil {
-		return nil, fmt.Errorf("queue depth: %w", err)
+func fromMS(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
 	}
-	defer rows.Close()
-	d := map[string]int{}
-	for rows.Next() {
-		var g string
-		var n int
-		if err := rows.Scan(&g, &n); err != nil {
-			return nil, fmt.Errorf("queue depth: %w", err)
-		}
-		d[g] = n
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("queue depth: %w", err)
-	}
-	return d, nil
+	return time.UnixMilli(v.Int64)
 }
 
 func (s *Store) fenced(ctx context.Context, query string, args ...any) error {

@@ -47,7 +47,7 @@ func mustEnqueue(t *testing.T, s *Store, jobs ...NewJob) []int64 {
 
 func mustClaim(t *testing.T, s *Store, gpu string) *Lease {
 	t.Helper()
-	l, err := s.Claim(t.Context(), gpu, "boot-a", time.Minute, 0)
+	l, err := s.Claim(t.Context(), ClaimRequest{GPUType: gpu, Boot: "boot-a", TTL: time.Minute, AgePerSecond: 0})
 	if err != nil {
 		t.Fatalf("Claim(%s): %v", gpu, err)
 	}
@@ -80,7 +80,7 @@ func TestStore_ClaimOrder(t *testing.T) {
 			t.Fatalf("claim %d = job %d, want %d", i, got.ID, w)
 		}
 	}
-	if _, err := b.s.Claim(ctx, "cpu", "boot-a", time.Minute, 0); !errors.Is(err, ErrNoJob) {
+	if _, err := b.s.Claim(ctx, ClaimRequest{GPUType: "cpu", Boot: "boot-a", TTL: time.Minute, AgePerSecond: 0}); !errors.Is(err, ErrNoJob) {
 		t.Fatalf("Claim on an empty cpu queue: err = %v, want ErrNoJob", err)
 	}
 }
@@ -97,7 +97,7 @@ func TestStore_Ageing(t *testing.T) {
 	b.clock.Add(20 * time.Second)
 	mustEnqueue(t, b.s, NewJob{User: "light", GPUType: "cpu"})
 	// heavy's 10 s of usage less 20 s waited at 1000 ms/s puts its job ahead.
-	l, err := b.s.Claim(ctx, "cpu", "boot-a", time.Minute, 1000)
+	l, err := b.s.Claim(ctx, ClaimRequest{GPUType: "cpu", Boot: "boot-a", TTL: time.Minute, AgePerSecond: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestStore_RecoverEarlierBoot(t *testing.T) {
 	ctx := t.Context()
 	ids := mustEnqueue(t, b.s, NewJob{User: "u", GPUType: "cpu"}, NewJob{User: "u", GPUType: "cpu", MaxAttempts: 1})
 	for range ids {
-		if _, err := b.s.Claim(ctx, "cpu", "boot-old", time.Hour, 0); err != nil {
+		if _, err := b.s.Claim(ctx, ClaimRequest{GPUType: "cpu", Boot: "boot-old", TTL: time.Hour, AgePerSecond: 0}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -185,7 +185,7 @@ func TestStore_RetryAndCancel(t *testing.T) {
 	if err != nil || !requeued {
 		t.Fatalf("Retry = %v, %v; want true, nil", requeued, err)
 	}
-	if _, err := b.s.Claim(ctx, "cpu", "boot-a", time.Minute, 0); !errors.Is(err, ErrNoJob) {
+	if _, err := b.s.Claim(ctx, ClaimRequest{GPUType: "cpu", Boot: "boot-a", TTL: time.Minute, AgePerSecond: 0}); !errors.Is(err, ErrNoJob) {
 		t.Fatalf("Claim before the retry delay: err = %v, want ErrNoJob", err)
 	}
 	b.clock.Add(11 * time.Second)
@@ -241,7 +241,7 @@ func TestStore_ConcurrentClaims(t *testing.T) {
 		}
 		wg.Go(func() {
 			for {
-				l, err := s.Claim(context.Background(), "cpu", "boot-a", time.Hour, 0)
+				l, err := s.Claim(context.Background(), ClaimRequest{GPUType: "cpu", Boot: "boot-a", TTL: time.Hour, AgePerSecond: 0})
 				if errors.Is(err, ErrNoJob) {
 					return
 				}
@@ -292,5 +292,118 @@ func TestEnqueue_AllOrNothing(t *testing.T) {
 	}
 	if d["cpu"] != 0 {
 		t.Fatalf("depth after a refused batch = %d, want 0", d["cpu"])
+	}
+}
+
+func TestEnqueue_KeyIsIdempotent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	first := mustEnqueue(t, b.s, NewJob{User: "ann", GPUType: "cpu", Key: "run:1"}, NewJob{User: "ann", GPUType: "cpu", Key: "run:2"})
+	again := mustEnqueue(t, b.s, NewJob{User: "ann", GPUType: "cpu", Key: "run:2"}, NewJob{User: "ann", GPUType: "cpu", Key: "run:3"})
+	if again[0] != first[1] {
+		t.Errorf("Enqueue(run:2) again = id %d, want the stored %d", again[0], first[1])
+	}
+	d, err := b.s.Depth(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d["cpu"] != 3 {
+		t.Errorf("Depth = %v, want 3 jobs on cpu (one per key)", d)
+	}
+	j, err := b.s.Get(t.Context(), again[1])
+	if err != nil || j.Key != "run:3" {
+		t.Errorf("Get(%d) = %+v, %v; want key run:3", again[1], j, err)
+	}
+}
+
+func TestStore_RunningCapPerUser(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	mustEnqueue(t, b.s, NewJob{User: "ann", GPUType: "cpu"}, NewJob{User: "ann", GPUType: "cpu"}, NewJob{User: "bob", GPUType: "cpu"})
+	req := ClaimRequest{GPUType: "cpu", Boot: "boot-a", TTL: time.Minute, MaxRunningPerUser: 1}
+	var users []string
+	for {
+		l, err := b.s.Claim(ctx, req)
+		if errors.Is(err, ErrNoJob) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		users = append(users, l.User)
+	}
+	if len(users) != 2 || users[0] == users[1] {
+		t.Errorf("claims with a cap of 1 running per user went to %v, want ann and bob once each", users)
+	}
+	load, err := b.s.UserLoad(ctx, "ann")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if load != (Load{Queued: 1, Running: 1}) {
+		t.Errorf("UserLoad(ann) = %+v, want 1 queued and 1 running", load)
+	}
+}
+
+func TestStore_ReleaseKeepsAttempts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	mustEnqueue(t, b.s, NewJob{User: "ann", GPUType: "cpu", MaxAttempts: 1})
+	for range 3 { // more releases than attempts: none of them counts
+		l := mustClaim(t, b.s, "cpu")
+		if err := b.s.Start(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.s.Release(ctx, l, "shutting down"); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		if err := b.s.Heartbeat(ctx, l, time.Minute); !errors.Is(err, ErrLeaseLost) {
+			t.Errorf("Heartbeat after Release = %v, want ErrLeaseLost", err)
+		}
+	}
+	l := mustClaim(t, b.s, "cpu")
+	if l.Attempts != 1 {
+		t.Errorf("attempts after three releases = %d, want 1 (this claim only)", l.Attempts)
+	}
+}
+
+func TestStore_PositionAndMeanRunTime(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	// ann has used a minute of GPU time; bob none, so bob's jobs go first.
+	mustEnqueue(t, b.s, NewJob{User: "ann", GPUType: "cpu"})
+	l := mustClaim(t, b.s, "cpu")
+	if err := b.s.Start(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Add(2 * time.Second)
+	if err := b.s.Finish(ctx, l, Succeeded, time.Minute, ""); err != nil {
+		t.Fatal(err)
+	}
+	r := ClassRanked
+	ids := mustEnqueue(t, b.s, NewJob{Class: r, User: "ann", GPUType: "cpu"}, NewJob{Class: r, User: "bob", GPUType: "cpu"},
+		NewJob{Class: r, User: "bob", GPUType: "cpu"}, NewJob{Class: r, User: "ann", GPUType: "gpu"}, NewJob{Class: ClassTest, User: "ann", GPUType: "cpu"})
+	// Claim order on cpu: the test-class job, then bob, bob, then ann's ranked one.
+	want := map[int64]int{ids[4]: 0, ids[1]: 1, ids[2]: 2, ids[0]: 3, ids[3]: 0}
+	for id, w := range want {
+		pos, ok, err := b.s.Position(ctx, id, 0)
+		if err != nil || !ok || pos != w {
+			t.Errorf("Position(job %d) = %d, %v, %v; want %d", id, pos, ok, err, w)
+		}
+	}
+	if _, ok, _ := b.s.Position(ctx, l.ID, 0); ok {
+		t.Errorf("Position(finished job) has a position, want none")
+	}
+	// Claims must agree with Position.
+	for _, id := range []int64{ids[4], ids[1], ids[2], ids[0]} {
+		if got := mustClaim(t, b.s, "cpu"); got.ID != id {
+			t.Errorf("Claim = job %d, want %d as Position said", got.ID, id)
+		}
+	}
+	mean, err := b.s.MeanRunTime(ctx, "cpu", 10)
+	if err != nil || mean != 2*time.Second {
+		t.Errorf("MeanRunTime(cpu) = %v, %v; want 2s", mean, err)
 	}
 }
