@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -75,12 +76,12 @@ func NewApp(stdout, stderr io.Writer) *cli.App {
 		ErrWriter: stderr,
 		// urfave's default handler calls os.Exit; main exits once instead.
 		ExitErrHandler: func(*cli.Context, error) {},
-		Commands: []*cli.Command{
+		Commands: append([]*cli.Command{
 			evalCommand(),
 			problemsCommand(),
 			sandboxCommand(),
 			doctorCommand(),
-		},
+		}, clientCommands()...),
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return &ExitError{Code: ExitUsage, Err: err}
 		},
@@ -90,7 +91,64 @@ func NewApp(stdout, stderr io.Writer) *cli.App {
 
 // Run runs the command line with args (args[0] is the program name).
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return NewApp(stdout, stderr).RunContext(ctx, args)
+	app := NewApp(stdout, stderr)
+	return app.RunContext(ctx, flagsFirst(app, args))
+}
+
+// flagsFirst moves the flags of the command line's leaf command in front
+// of its arguments: urfave/cli stops parsing flags at the first argument,
+// and `kernelbox submit FILE --leaderboard L` must work as documented.
+// Everything after "--" stays where it is.
+func flagsFirst(app *cli.App, args []string) []string {
+	if len(args) < 2 {
+		return args
+	}
+	cmds := app.Commands
+	var leaf *cli.Command
+	i := 1
+	for ; i < len(args); i++ {
+		var next *cli.Command
+		for _, c := range cmds {
+			if c.HasName(args[i]) {
+				next = c
+			}
+		}
+		if next == nil {
+			break
+		}
+		leaf, cmds = next, next.Subcommands
+	}
+	if leaf == nil || len(leaf.Subcommands) > 0 || leaf.SkipFlagParsing {
+		return args
+	}
+	takesValue := map[string]bool{}
+	for _, f := range leaf.Flags {
+		_, isBool := f.(*cli.BoolFlag)
+		for _, n := range f.Names() {
+			takesValue[n] = !isBool
+		}
+	}
+	var flags, positional []string
+	rest := args[i:]
+	for j := 0; j < len(rest); j++ {
+		a := rest[j]
+		if a == "--" {
+			positional = append(positional, rest[j:]...)
+			break
+		}
+		if len(a) > 1 && a[0] == '-' {
+			flags = append(flags, a)
+			name := strings.TrimLeft(a, "-")
+			if !strings.Contains(name, "=") && takesValue[name] && j+1 < len(rest) {
+				j++
+				flags = append(flags, rest[j])
+			}
+			continue
+		}
+		positional = append(positional, a)
+	}
+	out := append(append([]string(nil), args[:i]...), flags...)
+	return append(out, positional...)
 }
 
 var pythonFlag = &cli.StringFlag{

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,12 +34,84 @@ func problemsCommand() *cli.Command {
 			},
 			{
 				Name:  "list",
-				Usage: "list the bundled problems",
+				Usage: "list the server's problems, or the bundled ones with --local or without a server",
+				Flags: clientFlags(jsonFlag, &cli.BoolFlag{Name: "local", Usage: "list the problems bundled in this binary"}),
 				Action: func(c *cli.Context) error {
-					for _, name := range problems.LibraryNames() {
-						fmt.Fprintln(c.App.Writer, name)
+					if c.Bool("local") || (c.String("server") == "" && readClientConfig(c).Server == "") {
+						for _, name := range problems.LibraryNames() {
+							fmt.Fprintln(c.App.Writer, name)
+						}
+						return nil
+					}
+					cl, err := client(c)
+					if err != nil {
+						return err
+					}
+					lbs, err := cl.Leaderboards(c.Context)
+					if err != nil {
+						return clientError(err)
+					}
+					if c.Bool("json") {
+						return printJSON(c.App.Writer, lbs)
+					}
+					for _, lb := range lbs {
+						fmt.Fprintf(c.App.Writer, "%-16s %-3s %s\n", lb.Name, lb.Lang, firstSentence(lb.Description))
 					}
 					return nil
+				},
+			},
+			{
+				Name:      "show",
+				Usage:     "show a problem of the server: description, GPUs, deadline, templates",
+				ArgsUsage: "NAME",
+				Flags:     clientFlags(jsonFlag),
+				Action: func(c *cli.Context) error {
+					if c.NArg() != 1 {
+						return usageError("problems show: give one NAME")
+					}
+					cl, err := client(c)
+					if err != nil {
+						return err
+					}
+					lb, err := cl.Leaderboard(c.Context, c.Args().First())
+					if err != nil {
+						return clientError(err)
+					}
+					if c.Bool("json") {
+						return printJSON(c.App.Writer, lb)
+					}
+					w := c.App.Writer
+					fmt.Fprintf(w, "%s (%s, ranked by %s): %s, %s, deadline %s\n", lb.Name, lb.Lang, lb.RankingBy, lb.State, lb.Visibility, deadlineText(lb.Deadline))
+					fmt.Fprintf(w, "GPUs: %s (on this box: %s)\n", strings.Join(lb.GPUs, ", "), strings.Join(lb.Available, ", "))
+					fmt.Fprintf(w, "templates: %s (kernelbox problems template %s KEY)\n\n%s\n", strings.Join(lb.Templates, ", "), lb.Name, strings.TrimSpace(lb.Description))
+					return nil
+				},
+			},
+			{
+				Name:      "template",
+				Usage:     "download a problem's template (the starting point of a solution)",
+				ArgsUsage: "NAME KEY",
+				Flags:     clientFlags(&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write it to this file instead of stdout"}),
+				Action: func(c *cli.Context) error {
+					if c.NArg() != 2 {
+						return usageError("problems template: give NAME and KEY (problems show NAME lists the keys)")
+					}
+					cl, err := client(c)
+					if err != nil {
+						return err
+					}
+					var buf strings.Builder
+					if err := cl.Template(c.Context, c.Args().Get(0), c.Args().Get(1), &buf); err != nil {
+						return clientError(err)
+					}
+					if out := c.String("output"); out != "" {
+						if err := os.WriteFile(out, []byte(buf.String()), 0o644); err != nil {
+							return usageError("problems template: %v", err)
+						}
+						return nil
+					}
+					_, err = io.WriteString(c.App.Writer, buf.String())
+					return err
 				},
 			},
 			{
@@ -185,4 +258,16 @@ func decodeReport(b64 string) string {
 		return b64
 	}
 	return string(data)
+}
+
+// firstSentence shortens a description to its first line.
+func firstSentence(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 70 {
+		s = s[:67] + "..."
+	}
+	return s
 }

@@ -50,6 +50,9 @@ type EvalOptions struct {
 	NVCC string
 	// OutputLimit caps each captured stream of each phase.
 	OutputLimit int
+	// OnPhase, when set, is called with each phase as it ends: the daemon
+	// streams it to whoever watches the submission.
+	OnPhase func(Phase)
 }
 
 // Phase is one harness run of an evaluation.
@@ -130,6 +133,9 @@ func Evaluate(ctx context.Context, l Launcher, t *Task, opts EvalOptions) (*Repo
 			return nil, err
 		}
 		rep.Phases = append(rep.Phases, ph)
+		if opts.OnPhase != nil {
+			opts.OnPhase(ph)
+		}
 		if !ph.Passed {
 			rep.Reason = ph.Reason
 			return rep, nil
@@ -181,6 +187,9 @@ func Evaluate(ctx context.Context, l Launcher, t *Task, opts EvalOptions) (*Repo
 		}
 		ph := judgePhase(s.name, out, len(s.cases))
 		rep.Phases = append(rep.Phases, ph)
+		if opts.OnPhase != nil {
+			opts.OnPhase(ph)
+		}
 		if ph.Result != nil {
 			switch s.name {
 			case "test":

@@ -182,3 +182,16 @@ func (r *Runtime) removeOrphanCgroups() {
 		}
 	}
 }
+
+// SetCgroupParent names the cgroup every run's cgroup is made under
+// ("kernelbox" unless set). Two runtimes with different parents never
+// touch each other's cgroups, not even in CleanStale's sweep of orphans:
+// the test daemons use their own beside the sandbox tests' runs. Call it
+// before SetBudget, CleanStale and the first Run.
+func (r *Runtime) SetCgroupParent(name string) error {
+	if name == "" || strings.ContainsAny(name, "/.") || len(name) > 64 {
+		return fmt.Errorf("sandbox: cgroup parent %q: want one plain path element", name)
+	}
+	r.cgroupParent = name
+	return nil
+}

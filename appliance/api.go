@@ -1,0 +1,657 @@
+package appliance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// API is the HTTP interface of the daemon: JSON over TCP and the unix
+// socket, bearer-token auth, one error model (httpStatus).
+type API struct {
+	svc *Service
+	log *slog.Logger
+	// maxWait bounds a long-poll; tests shorten it.
+	maxWait time.Duration
+}
+
+func newAPI(svc *Service, log *slog.Logger) *API {
+	return &API{svc: svc, log: log, maxWait: 30 * time.Second}
+}
+
+// maxJSONBody caps every JSON request body.
+const maxJSONBody = 64 << 10
+
+type userKey struct{}
+
+// handlerFunc is a handler that returns its error, so that every error
+// goes through writeError.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// Handler routes the API.
+func (a *API) Handler() http.Handler {
+	mux := http.NewServeMux()
+	open := func(pattern string, h handlerFunc) { mux.Handle(pattern, a.wrap(h, false, false)) }
+	user := func(pattern string, h handlerFunc) { mux.Handle(pattern, a.wrap(h, true, false)) }
+	staff := func(pattern string, h handlerFunc) { mux.Handle(pattern, a.wrap(h, true, true)) }
+
+	open("GET /api/health", a.health)
+	open("POST /api/register", a.register)
+	user("GET /api/me", a.me)
+	user("POST /api/join", a.join)
+	user("GET /api/leaderboards", a.leaderboards)
+	user("GET /api/leaderboards/{name}", a.leaderboard)
+	user("GET /api/leaderboards/{name}/ranking", a.ranking)
+	user("GET /api/leaderboards/{name}/templates/{key}", a.template)
+	user("POST /api/submissions", a.submit)
+	user("GET /api/submissions", a.submissions)
+	user("GET /api/submissions/{id}", a.submission)
+	user("GET /api/submissions/{id}/events", a.events)
+	user("POST /api/submissions/{id}/cancel", a.cancel)
+	user("GET /api/queue", a.queueStatus)
+	staff("GET /api/admin/users", a.adminUsers)
+	staff("POST /api/admin/users", a.adminAddUser)
+	staff("POST /api/admin/users/{name}/ban", a.adminBan)
+	staff("POST /api/admin/users/{name}/tokens", a.adminToken)
+	staff("POST /api/admin/invites", a.adminInvite)
+	staff("POST /api/admin/problems", a.adminProblems)
+	staff("PATCH /api/admin/leaderboards/{name}", a.adminLeaderboard)
+	staff("POST /api/admin/submissions/{id}/hacked", a.adminHacked)
+	staff("DELETE /api/admin/submissions/{id}", a.adminDelete)
+	mux.Handle("/", a.wrap(func(w http.ResponseWriter, r *http.Request) error {
+		return Errorf(CodeNotFound, "no such endpoint: %s %s (docs/api.md lists them)", r.Method, r.URL.Path)
+	}, false, false))
+	return mux
+}
+
+func (a *API) wrap(h handlerFunc, auth, staffOnly bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if auth {
+			token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			u, err := a.svc.store.Authenticate(r.Context(), strings.TrimSpace(token))
+			if err != nil {
+				a.writeError(w, r, err)
+				return
+			}
+			if staffOnly && !u.Role.staff() {
+				a.writeError(w, r, Errorf(CodeForbidden, "%s is a %s; this needs an organiser or admin", u.Name, u.Role))
+				return
+			}
+			r = r.WithContext(context.WithValue(r.Context(), userKey{}, u))
+		}
+		if err := h(w, r); err != nil {
+			a.writeError(w, r, err)
+		}
+	})
+}
+
+func userOf(r *http.Request) *User { return r.Context().Value(userKey{}).(*User) }
+
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// writeError is the one place an error becomes a response. Errors without
+// a code are the server's own: the client gets "internal", the log the rest.
+func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	code := ErrorCode(err)
+	msg := err.Error()
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		code, msg = CodeTooLarge, fmt.Sprintf("the request body is over the %d-byte limit", mbe.Limit)
+	}
+	if code == CodeInternal {
+		a.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		msg = "internal error; the server's log has the details"
+	}
+	_ = writeJSON(w, httpStatus(code), map[string]*Error{"error": {Code: code, Message: msg}})
+}
+
+func decodeJSON(r *http.Request, w http.ResponseWriter, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return Errorf(CodeInvalid, "the request body is not the JSON this endpoint takes: %v", err)
+	}
+	return nil
+}
+
+func pathID(r *http.Request) (int64, error) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, Errorf(CodeInvalid, "submission id %q is not a positive number", r.PathValue("id"))
+	}
+	return id, nil
+}
+
+// Health is the answer of GET /api/health.
+type Health struct {
+	Status   string         `json:"status"` // ok, or degraded when the box cannot evaluate
+	Version  string         `json:"version"`
+	Problems []string       `json:"problems,omitempty"`
+	GPUs     map[string]int `json:"gpus"` // type -> slots
+	Reasons  []string       `json:"reasons,omitempty"`
+}
+
+func (a *API) health(w http.ResponseWriter, r *http.Request) error {
+	h := Health{Status: "ok", Version: version(), GPUs: map[string]int{}, Reasons: a.svc.health}
+	if len(a.svc.health) > 0 {
+		h.Status = "degraded"
+	}
+	if a.svc.draining.Load() {
+		h.Status, h.Reasons = "draining", append(h.Reasons, "shutting down")
+	}
+	for _, g := range a.svc.gpuTypes() {
+		h.GPUs[g] = a.svc.slotCount(g)
+	}
+	return writeJSON(w, http.StatusOK, h)
+}
+
+func (a *API) register(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Invite string `json:"invite"`
+		Name   string `json:"name"`
+	}
+	if err := decodeJSON(r, w, &req); err != nil {
+		return err
+	}
+	u, token, err := a.svc.store.Register(r.Context(), req.Invite, req.Name)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, map[string]any{"user": u, "token": token})
+}
+
+func (a *API) me(w http.ResponseWriter, r *http.Request) error {
+	return writeJSON(w, http.StatusOK, userOf(r))
+}
+
+func (a *API) join(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Invite string `json:"invite"`
+	}
+	if err := decodeJSON(r, w, &req); err != nil {
+		return err
+	}
+	names, err := a.svc.store.Join(r.Context(), req.Invite, userOf(r))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"leaderboards": names})
+}
+
+// LeaderboardInfo is a leaderboard as the API shows it.
+type LeaderboardInfo struct {
+	*Leaderboard
+	// State is active, or ended once the deadline has passed.
+	State string `json:"state"`
+	// Available are the GPU types this box can run it on now.
+	Available []string `json:"available_gpus"`
+	Templates []string `json:"templates,omitempty"`
+	Member    bool     `json:"member,omitempty"`
+}
+
+func (a *API) info(lb *Leaderboard) LeaderboardInfo {
+	li := LeaderboardInfo{Leaderboard: lb, State: "active", Available: []string{}}
+	if lb.Ended(a.svc.now()) {
+		li.State = "ended"
+	}
+	served := a.svc.gpuTypes()
+	for _, g := range lb.GPUs {
+		if slices.Contains(served, g) {
+			li.Available = append(li.Available, g)
+		}
+	}
+	if t, err := a.svc.task(lb); err == nil {
+		for k := range t.Templates {
+			li.Templates = append(li.Templates, k)
+		}
+		sort.Strings(li.Templates)
+	}
+	return li
+}
+
+func (a *API) leaderboards(w http.ResponseWriter, r *http.Request) error {
+	lbs, err := a.svc.store.Leaderboards(r.Context())
+	if err != nil {
+		return err
+	}
+	out := []LeaderboardInfo{}
+	for _, lb := range lbs {
+		out = append(out, a.info(lb))
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (a *API) leaderboard(w http.ResponseWriter, r *http.Request) error {
+	lb, err := a.svc.store.Leaderboard(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, a.info(lb))
+}
+
+func (a *API) ranking(w http.ResponseWriter, r *http.Request) error {
+	lb, err := a.svc.store.Leaderboard(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	gpus := lb.GPUs
+	if g := r.URL.Query().Get("gpu"); g != "" {
+		if !lb.OffersGPU(g) {
+			return Errorf(CodeInvalid, "leaderboard %s does not rank on %s (it ranks on %s)", lb.Name, g, strings.Join(lb.GPUs, ", "))
+		}
+		gpus = []string{g}
+	}
+	type ranking struct {
+		GPU  string    `json:"gpu"`
+		Rows []RankRow `json:"rows"`
+	}
+	out := struct {
+		Leaderboard string    `json:"leaderboard"`
+		RankingBy   string    `json:"ranking_by"`
+		Rankings    []ranking `json:"rankings"`
+	}{Leaderboard: lb.Name, RankingBy: lb.RankingBy, Rankings: []ranking{}}
+	for _, g := range gpus {
+		rows, err := a.svc.store.Ranking(r.Context(), lb.ID, g)
+		if err != nil {
+			return err
+		}
+		out.Rankings = append(out.Rankings, ranking{GPU: g, Rows: rows})
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (a *API) template(w http.ResponseWriter, r *http.Request) error {
+	lb, err := a.svc.store.Leaderboard(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	t, err := a.svc.task(lb)
+	if err != nil {
+		return err
+	}
+	key := r.PathValue("key")
+	rel, ok := t.Templates[key]
+	if !ok {
+		var keys []string
+		for k := range t.Templates {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		return Errorf(CodeNotFound, "leaderboard %s has no %q template (it has: %s)", lb.Name, key, strings.Join(keys, ", "))
+	}
+	data, err := os.ReadFile(filepath.Join(t.Dir, filepath.FromSlash(rel)))
+	if err != nil {
+		return fmt.Errorf("read template: %w", err)
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", filepath.Base(rel)))
+	_, err = w.Write(data)
+	return err
+}
+
+func (a *API) submit(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	// The body is the file itself, not JSON: JSON would turn bytes that
+	// are not UTF-8 into U+FFFD instead of letting us refuse them.
+	code, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.svc.cfg.MaxUploadBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return Errorf(CodeTooLarge, "the file is over the %d-byte limit", a.svc.cfg.MaxUploadBytes)
+		}
+		return Errorf(CodeInvalid, "read the file: %v", err)
+	}
+	mode := q.Get("mode")
+	if mode == "" {
+		mode = "test"
+	}
+	sub, err := a.svc.Submit(r.Context(), userOf(r), SubmitRequest{Leaderboard: q.Get("leaderboard"), GPU: q.Get("gpu"),
+		Mode: mode, FileName: q.Get("file_name"), Code: code})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusAccepted, sub)
+}
+
+func (a *API) submissions(w http.ResponseWriter, r *http.Request) error {
+	u := userOf(r)
+	q := r.URL.Query()
+	f := SubmissionFilter{UserID: u.ID, Leaderboard: q.Get("leaderboard"), Status: q.Get("status")}
+	if n := q.Get("limit"); n != "" {
+		var err error
+		if f.Limit, err = strconv.Atoi(n); err != nil || f.Limit < 1 {
+			return Errorf(CodeInvalid, "limit %q is not a positive number", n)
+		}
+	}
+	if u.Role.staff() {
+		switch name := q.Get("user"); {
+		case q.Get("all") == "1":
+			f.UserID = 0
+		case name != "":
+			other, err := a.svc.store.User(r.Context(), name)
+			if err != nil {
+				return err
+			}
+			f.UserID = other.ID
+		}
+	}
+	subs, err := a.svc.store.Submissions(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, subs)
+}
+
+// SubmissionView is a submission as its owner (or staff) sees it.
+type SubmissionView struct {
+	*Submission
+	Code string `json:"code,omitempty"`
+}
+
+func (a *API) submission(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	u := userOf(r)
+	sub, err := a.svc.visibleSubmission(r.Context(), u, id)
+	if err != nil {
+		return err
+	}
+	redact(sub, u)
+	v := SubmissionView{Submission: sub}
+	if r.URL.Query().Get("code") == "1" {
+		code, err := a.svc.store.Code(r.Context(), sub.SHA256)
+		if err != nil {
+			return err
+		}
+		v.Code = string(code)
+	}
+	return writeJSON(w, http.StatusOK, v)
+}
+
+// redact hides a secret run's details from contestants: its cases and
+// messages would reveal the secret inputs.
+func redact(sub *Submission, u *User) {
+	if u.Role.staff() {
+		return
+	}
+	for i := range sub.Runs {
+		if sub.Runs[i].Secret {
+			sub.Runs[i].Report, sub.Runs[i].SystemInfo = nil, nil
+			if !sub.Runs[i].Passed && sub.Runs[i].Reason != "" {
+				sub.Runs[i].Reason = "the secret-seed run failed"
+			}
+		}
+	}
+}
+
+// EventsPage is one answer of the long-poll.
+type EventsPage struct {
+	Events []Event `json:"events"`
+	// Next is the cursor for the next call (after=Next).
+	Next int64 `json:"next"`
+	// Done is set once the submission has ended: stop polling.
+	Done   bool   `json:"done"`
+	Status string `json:"status"`
+}
+
+// events is the long-poll: it answers at once when there are events after
+// the cursor, else waits for the next change up to wait (30 s at most).
+// A waiting request holds no worker and no timer per job: it sleeps on the
+// store's change broadcast.
+func (a *API) events(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	u := userOf(r)
+	if _, err := a.svc.visibleSubmission(r.Context(), u, id); err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	after, _ := strconv.ParseInt(q.Get("after"), 10, 64)
+	wait := a.maxWait
+	if s := q.Get("wait"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 {
+			return Errorf(CodeInvalid, "wait %q is not a duration like 25s", s)
+		}
+		wait = min(d, a.maxWait)
+	}
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		changed := a.svc.store.Changed()
+		evs, err := a.svc.store.SubmissionEvents(r.Context(), id, after)
+		if err != nil {
+			return err
+		}
+		sub, err := a.svc.store.Submission(r.Context(), id)
+		if err != nil {
+			return err
+		}
+		done := sub.Status != StatusQueued && sub.Status != StatusRunning
+		if len(evs) > 0 || done {
+			page := EventsPage{Events: evs, Next: after, Done: done, Status: sub.Status}
+			if len(evs) > 0 {
+				page.Next = evs[len(evs)-1].ID
+				page.Done = false // hand over every event before saying done
+				if len(evs) < 500 {
+					page.Done = done
+				}
+			}
+			return writeJSON(w, http.StatusOK, page)
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return writeJSON(w, http.StatusOK, EventsPage{Events: []Event{}, Next: after, Status: sub.Status})
+		case <-r.Context().Done():
+			return nil
+		}
+	}
+}
+
+func (a *API) cancel(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	sub, err := a.svc.Cancel(r.Context(), userOf(r), id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, sub)
+}
+
+func (a *API) queueStatus(w http.ResponseWriter, r *http.Request) error {
+	st, err := a.svc.Queue(r.Context(), userOf(r))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, st)
+}
+
+func (a *API) adminUsers(w http.ResponseWriter, r *http.Request) error {
+	users, err := a.svc.store.Users(r.Context())
+	if err != nil {
+		return err
+	}
+	if users == nil {
+		users = []User{}
+	}
+	return writeJSON(w, http.StatusOK, users)
+}
+
+func (a *API) adminAddUser(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Name string `json:"name"`
+		Role string `json:"role"`
+	}
+	if err := decodeJSON(r, w, &req); err != nil {
+		return err
+	}
+	if req.Role == "" {
+		req.Role = string(RoleContestant)
+	}
+	role, err := ParseRole(req.Role)
+	if err != nil {
+		return err
+	}
+	if me := userOf(r); role != RoleContestant && me.Role != RoleAdmin {
+		return Errorf(CodeForbidden, "only an admin can create %s users", role)
+	}
+	u, token, err := a.svc.store.CreateUser(r.Context(), req.Name, role)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, map[string]any{"user": u, "token": token})
+}
+
+func (a *API) adminBan(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Banned bool `json:"banned"`
+	}
+	if err := decodeJSON(r, w, &req); err != nil {
+		return err
+	}
+	if err := a.svc.store.SetBanned(r.Context(), r.PathValue("name"), req.Banned); err != nil {
+		return err
+	}
+	u, err := a.svc.store.User(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, u)
+}
+
+func (a *API) adminToken(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		RevokeOthers bool `json:"revoke_others"`
+	}
+	if err := decodeJSON(r, w, &req); err != nil {
+		return err
+	}
+	target, err := a.svc.store.User(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	if target.Role != RoleContestant && userOf(r).Role != RoleAdmin {
+		return Errorf(CodeForbidden, "only an admin can issue tokens for %s users", target.Role)
+	}
+	token, err := a.svc.store.IssueToken(r.Context(), target.Name, req.RevokeOthers)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, map[string]any{"user": target, "token": token})
+}
+
+func (a *API) adminInvite(w http.ResponseWriter, r *http.Request) error {
+	var inv Invite
+	if err := decodeJSON(r, w, &inv); err != nil {
+		return err
+	}
+	if inv.Role == RoleOrganiser && userOf(r).Role != RoleAdmin {
+		return Errorf(CodeForbidden, "only an admin can invite organisers")
+	}
+	code, err := a.svc.store.CreateInvite(r.Context(), inv)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, map[string]any{"invite": code, "role": inv.Role, "uses": max(inv.Uses, 1), "leaderboards": inv.Leaderboards})
+}
+
+func (a *API) adminProblems(w http.ResponseWriter, r *http.Request) error {
+	parent := filepath.Join(a.svc.cfg.DataDir, "problems", "uploads")
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	dir, err := unpackProblemSet(http.MaxBytesReader(w, r.Body, a.svc.cfg.MaxProblemBytes), parent)
+	if err != nil {
+		return err
+	}
+	file := r.URL.Query().Get("file")
+	if file != "" && (filepath.IsAbs(file) || strings.HasPrefix(filepath.Clean(file), "..")) {
+		os.RemoveAll(dir)
+		return Errorf(CodeInvalid, "file %q must be a path inside the uploaded set", file)
+	}
+	loaded, err := a.svc.loadProblemSet(r.Context(), dir, file)
+	if err != nil {
+		os.RemoveAll(dir)
+		return err
+	}
+	a.log.Info("problem set loaded", logUser, userOf(r).Name, "dir", dir, "leaderboards", len(loaded))
+	return writeJSON(w, http.StatusOK, map[string]any{"loaded": loaded})
+}
+
+func (a *API) adminLeaderboard(w http.ResponseWriter, r *http.Request) error {
+	var ch LeaderboardChange
+	if err := decodeJSON(r, w, &ch); err != nil {
+		return err
+	}
+	lb, err := a.svc.store.ChangeLeaderboard(r.Context(), r.PathValue("name"), ch)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, a.info(lb))
+}
+
+func (a *API) adminHacked(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Hacked bool `json:"hacked"`
+	}
+	if err := decodeJSON(r, w, &req); err != nil {
+		return err
+	}
+	if err := a.svc.store.SetHacked(r.Context(), id, req.Hacked); err != nil {
+		return err
+	}
+	sub, err := a.svc.store.Submission(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, sub)
+}
+
+func (a *API) adminDelete(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	jobs, err := a.svc.store.DeleteSubmission(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		if err := a.svc.queue.Cancel(r.Context(), j); err != nil {
+			return err
+		}
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"deleted": id})
+}

@@ -1,0 +1,337 @@
+package appliance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Client is the typed HTTP client of the API: the CLI's commands are thin
+// wrappers over it, and the end-to-end tests use it too.
+type Client struct {
+	base   string // http://host:port, or http://unix for a socket
+	server string // as the user gave it, for messages
+	token  string
+	http   *http.Client
+}
+
+// NewClient makes a client for server: an http(s):// URL, or unix:PATH
+// for the daemon's local socket.
+func NewClient(server, token string) (*Client, error) {
+	c := &Client{server: server, token: token, http: &http.Client{}}
+	switch {
+	case strings.HasPrefix(server, "unix:"):
+		sock := strings.TrimPrefix(strings.TrimPrefix(server, "unix:"), "//")
+		c.base = "http://unix"
+		c.http.Transport = &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		}}
+	case strings.HasPrefix(server, "http://"), strings.HasPrefix(server, "https://"):
+		u, err := url.Parse(server)
+		if err != nil || u.Host == "" {
+			return nil, Errorf(CodeInvalid, "server %q is not a URL like http://box:8470", server)
+		}
+		c.base = strings.TrimRight(server, "/")
+	case server == "":
+		return nil, Errorf(CodeInvalid, "no server: pass --server URL, set KERNELBOX_SERVER, or run `kernelbox login`")
+	default:
+		return nil, Errorf(CodeInvalid, "server %q: want http://HOST:PORT, https://... or unix:/path/to/kernelbox.sock", server)
+	}
+	return c, nil
+}
+
+// do sends one request and decodes the JSON answer into out (when not
+// nil). Error answers come back as *Error with the server's code.
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, body io.Reader, ctype string, out any) error {
+	u := c.base + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return Errorf(CodeInvalid, "%s %s: %v", method, path, err)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return Errorf(CodeUnavailable, "cannot reach the server at %s: %v", c.server, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 400 {
+		var e struct {
+			Error *Error `json:"error"`
+		}
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if json.Unmarshal(data, &e) == nil && e.Error != nil {
+			return e.Error
+		}
+		return Errorf(CodeInternal, "%s %s: HTTP %d: %s", method, path, resp.StatusCode, strings.TrimSpace(string(data)))
+	}
+	if out == nil {
+		return nil
+	}
+	if w, ok := out.(io.Writer); ok {
+		_, err := io.Copy(w, resp.Body)
+		return err
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return Errorf(CodeInternal, "%s %s: the answer is not the JSON expected: %v", method, path, err)
+	}
+	return nil
+}
+
+func (c *Client) getJSON(ctx context.Context, path string, q url.Values, out any) error {
+	return c.do(ctx, http.MethodGet, path, q, nil, "", out)
+}
+
+func (c *Client) sendJSON(ctx context.Context, method, path string, in, out any) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, method, path, nil, bytes.NewReader(b), "application/json", out)
+}
+
+// Health asks GET /api/health.
+func (c *Client) Health(ctx context.Context) (*Health, error) {
+	var h Health
+	return &h, c.getJSON(ctx, "/api/health", nil, &h)
+}
+
+// Me returns the token's user.
+func (c *Client) Me(ctx context.Context) (*User, error) {
+	var u User
+	return &u, c.getJSON(ctx, "/api/me", nil, &u)
+}
+
+// Credentials are a user and a token, as registering or creating a user returns them.
+type Credentials struct {
+	User  User   `json:"user"`
+	Token string `json:"token"`
+}
+
+// Register redeems an invite for a new account.
+func (c *Client) Register(ctx context.Context, invite, name string) (*Credentials, error) {
+	var cr Credentials
+	return &cr, c.sendJSON(ctx, http.MethodPost, "/api/register", map[string]string{"invite": invite, "name": name}, &cr)
+}
+
+// Join redeems an invite for the token's user.
+func (c *Client) Join(ctx context.Context, invite string) ([]string, error) {
+	var out struct {
+		Leaderboards []string `json:"leaderboards"`
+	}
+	return out.Leaderboards, c.sendJSON(ctx, http.MethodPost, "/api/join", map[string]string{"invite": invite}, &out)
+}
+
+// Leaderboards lists the leaderboards.
+func (c *Client) Leaderboards(ctx context.Context) ([]LeaderboardInfo, error) {
+	var out []LeaderboardInfo
+	return out, c.getJSON(ctx, "/api/leaderboards", nil, &out)
+}
+
+// Leaderboard shows one leaderboard.
+func (c *Client) Leaderboard(ctx context.Context, name string) (*LeaderboardInfo, error) {
+	var out LeaderboardInfo
+	return &out, c.getJSON(ctx, "/api/leaderboards/"+url.PathEscape(name), nil, &out)
+}
+
+// Ranking is a leaderboard's rankings, one per GPU type.
+type Ranking struct {
+	Leaderboard string `json:"leaderboard"`
+	RankingBy   string `json:"ranking_by"`
+	Rankings    []struct {
+		GPU  string    `json:"gpu"`
+		Rows []RankRow `json:"rows"`
+	} `json:"rankings"`
+}
+
+// Ranking fetches the ranking of a leaderboard, on one GPU type or all.
+func (c *Client) Ranking(ctx context.Context, name, gpu string) (*Ranking, error) {
+	q := url.Values{}
+	if gpu != "" {
+		q.Set("gpu", gpu)
+	}
+	var out Ranking
+	return &out, c.getJSON(ctx, "/api/leaderboards/"+url.PathEscape(name)+"/ranking", q, &out)
+}
+
+// Template downloads a leaderboard's template into w.
+func (c *Client) Template(ctx context.Context, name, key string, w io.Writer) error {
+	return c.do(ctx, http.MethodGet, "/api/leaderboards/"+url.PathEscape(name)+"/templates/"+url.PathEscape(key), nil, nil, "", w)
+}
+
+// Submit uploads a file.
+func (c *Client) Submit(ctx context.Context, req SubmitRequest) (*Submission, error) {
+	q := url.Values{}
+	for k, v := range map[string]string{"leaderboard": req.Leaderboard, "gpu": req.GPU, "mode": req.Mode, "file_name": req.FileName} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	var sub Submission
+	return &sub, c.do(ctx, http.MethodPost, "/api/submissions", q, bytes.NewReader(req.Code), "application/octet-stream", &sub)
+}
+
+// Submissions lists submissions (the token's user's, or with all, every
+// user's for staff).
+func (c *Client) Submissions(ctx context.Context, leaderboard string, all bool, limit int) ([]*Submission, error) {
+	q := url.Values{}
+	if leaderboard != "" {
+		q.Set("leaderboard", leaderboard)
+	}
+	if all {
+		q.Set("all", "1")
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var out []*Submission
+	return out, c.getJSON(ctx, "/api/submissions", q, &out)
+}
+
+// Submission fetches one submission, with its code when asked.
+func (c *Client) Submission(ctx context.Context, id int64, withCode bool) (*SubmissionView, error) {
+	q := url.Values{}
+	if withCode {
+		q.Set("code", "1")
+	}
+	var out SubmissionView
+	return &out, c.getJSON(ctx, fmt.Sprintf("/api/submissions/%d", id), q, &out)
+}
+
+// Events long-polls a submission's events after the cursor.
+func (c *Client) Events(ctx context.Context, id, after int64, wait time.Duration) (*EventsPage, error) {
+	q := url.Values{"after": {strconv.FormatInt(after, 10)}, "wait": {wait.String()}}
+	var out EventsPage
+	return &out, c.getJSON(ctx, fmt.Sprintf("/api/submissions/%d/events", id), q, &out)
+}
+
+// Wait follows a submission until it ends, calling fn with each event, and
+// returns the final submission.
+func (c *Client) Wait(ctx context.Context, id int64, fn func(Event)) (*SubmissionView, error) {
+	var after int64
+	for {
+		page, err := c.Events(ctx, id, after, 25*time.Second)
+		if err != nil {
+			var e *Error
+			if errors.As(err, &e) && e.Code == CodeUnavailable {
+				// The daemon may be restarting: its jobs survive, so wait.
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(time.Second):
+					continue
+				}
+			}
+			return nil, err
+		}
+		for _, ev := range page.Events {
+			if fn != nil {
+				fn(ev)
+			}
+		}
+		after = page.Next
+		if page.Done {
+			return c.Submission(ctx, id, false)
+		}
+	}
+}
+
+// Cancel cancels a submission.
+func (c *Client) Cancel(ctx context.Context, id int64) (*Submission, error) {
+	var out Submission
+	return &out, c.do(ctx, http.MethodPost, fmt.Sprintf("/api/submissions/%d/cancel", id), nil, nil, "", &out)
+}
+
+// Queue shows the queue.
+func (c *Client) Queue(ctx context.Context) (*QueueStatus, error) {
+	var out QueueStatus
+	return &out, c.getJSON(ctx, "/api/queue", nil, &out)
+}
+
+// Users lists users (staff).
+func (c *Client) Users(ctx context.Context) ([]User, error) {
+	var out []User
+	return out, c.getJSON(ctx, "/api/admin/users", nil, &out)
+}
+
+// AddUser creates a user and returns its token (staff).
+func (c *Client) AddUser(ctx context.Context, name string, role Role) (*Credentials, error) {
+	var out Credentials
+	return &out, c.sendJSON(ctx, http.MethodPost, "/api/admin/users", map[string]any{"name": name, "role": role}, &out)
+}
+
+// Ban bans or unbans a user (staff).
+func (c *Client) Ban(ctx context.Context, name string, banned bool) (*User, error) {
+	var out User
+	return &out, c.sendJSON(ctx, http.MethodPost, "/api/admin/users/"+url.PathEscape(name)+"/ban", map[string]bool{"banned": banned}, &out)
+}
+
+// IssueToken gives a user a new token (staff).
+func (c *Client) IssueToken(ctx context.Context, name string, revokeOthers bool) (*Credentials, error) {
+	var out Credentials
+	return &out, c.sendJSON(ctx, http.MethodPost, "/api/admin/users/"+url.PathEscape(name)+"/tokens", map[string]bool{"revoke_others": revokeOthers}, &out)
+}
+
+// InviteCode is what creating an invite returns.
+type InviteCode struct {
+	Invite       string   `json:"invite"`
+	Role         Role     `json:"role"`
+	Uses         int      `json:"uses"`
+	Leaderboards []string `json:"leaderboards"`
+}
+
+// CreateInvite makes an invite code (staff).
+func (c *Client) CreateInvite(ctx context.Context, inv Invite) (*InviteCode, error) {
+	var out InviteCode
+	return &out, c.sendJSON(ctx, http.MethodPost, "/api/admin/invites", inv, &out)
+}
+
+// LoadProblems uploads a problem set: archive is a gzipped tar, file the
+// competition file inside it ("" for a single problem).
+func (c *Client) LoadProblems(ctx context.Context, archive io.Reader, file string) ([]LoadedProblem, error) {
+	q := url.Values{}
+	if file != "" {
+		q.Set("file", file)
+	}
+	var out struct {
+		Loaded []LoadedProblem `json:"loaded"`
+	}
+	return out.Loaded, c.do(ctx, http.MethodPost, "/api/admin/problems", q, archive, "application/gzip", &out)
+}
+
+// ChangeLeaderboard edits a leaderboard (staff).
+func (c *Client) ChangeLeaderboard(ctx context.Context, name string, ch LeaderboardChange) (*LeaderboardInfo, error) {
+	var out LeaderboardInfo
+	return &out, c.sendJSON(ctx, http.MethodPatch, "/api/admin/leaderboards/"+url.PathEscape(name), ch, &out)
+}
+
+// MarkHacked marks (or clears) a submission as hacked (staff).
+func (c *Client) MarkHacked(ctx context.Context, id int64, hacked bool) (*Submission, error) {
+	var out Submission
+	return &out, c.sendJSON(ctx, http.MethodPost, fmt.Sprintf("/api/admin/submissions/%d/hacked", id), map[string]bool{"hacked": hacked}, &out)
+}
+
+// DeleteSubmission deletes a submission (staff).
+func (c *Client) DeleteSubmission(ctx context.Context, id int64) error {
+	return c.do(ctx, http.MethodDelete, fmt.Sprintf("/api/admin/submissions/%d", id), nil, nil, "", nil)
+}

@@ -1,0 +1,918 @@
+package appliance
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"kernelbox/problems"
+)
+
+// clientConfig is what `kernelbox login` stores.
+type clientConfig struct {
+	Server string `json:"server"`
+	Token  string `json:"token"`
+}
+
+// clientConfigPath is ~/.config/kernelbox/config.json unless
+// --client-config (KERNELBOX_CLIENT_CONFIG) says otherwise.
+func clientConfigPath(c *cli.Context) (string, error) {
+	if p := c.String("client-config"); p != "" {
+		return p, nil
+	}
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("find the config directory: %w", err)
+	}
+	return filepath.Join(dir, "kernelbox", "config.json"), nil
+}
+
+func readClientConfig(c *cli.Context) clientConfig {
+	var cc clientConfig
+	p, err := clientConfigPath(c)
+	if err != nil {
+		return cc
+	}
+	if data, err := os.ReadFile(p); err == nil {
+		_ = json.Unmarshal(data, &cc)
+	}
+	return cc
+}
+
+func writeClientConfig(c *cli.Context, cc clientConfig) (string, error) {
+	p, err := clientConfigPath(c)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return "", err
+	}
+	data, _ := json.MarshalIndent(cc, "", "  ")
+	// 0600: the file holds a token.
+	return p, os.WriteFile(p, append(data, '\n'), 0o600)
+}
+
+// clientFlags go on every command that talks to the daemon.
+func clientFlags(extra ...cli.Flag) []cli.Flag {
+	return append([]cli.Flag{
+		&cli.StringFlag{Name: "server", Usage: "the kernelbox server: http://HOST:PORT or unix:/path/to/kernelbox.sock", EnvVars: []string{"KERNELBOX_SERVER"}},
+		&cli.StringFlag{Name: "token", Usage: "your API token", EnvVars: []string{"KERNELBOX_TOKEN"}},
+		&cli.StringFlag{Name: "client-config", Usage: "the login file (default ~/.config/kernelbox/config.json)", EnvVars: []string{"KERNELBOX_CLIENT_CONFIG"}},
+	}, extra...)
+}
+
+var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table"}
+
+// client builds the API client from flags, environment and the login file.
+func client(c *cli.Context) (*Client, error) {
+	cc := readClientConfig(c)
+	server, token := c.String("server"), c.String("token")
+	if server == "" {
+		server = cc.Server
+	}
+	if token == "" && (c.String("server") == "" || c.String("server") == cc.Server) {
+		token = cc.Token
+	}
+	cl, err := NewClient(server, token)
+	if err != nil {
+		return nil, clientError(err)
+	}
+	return cl, nil
+}
+
+// clientError turns an API error into the exit status its code calls for.
+func clientError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return &ExitError{Code: exitStatus(ErrorCode(err)), Err: err}
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func clientCommands() []*cli.Command {
+	return []*cli.Command{
+		serveCommand(),
+		{
+			Name:  "login",
+			Usage: "store the server and your token in ~/.config/kernelbox",
+			Flags: clientFlags(),
+			Action: func(c *cli.Context) error {
+				if c.String("server") == "" || c.String("token") == "" {
+					return usageError("login: give --server URL and --token T")
+				}
+				cl, err := NewClient(c.String("server"), c.String("token"))
+				if err != nil {
+					return clientError(err)
+				}
+				u, err := cl.Me(c.Context)
+				if err != nil {
+					return clientError(err)
+				}
+				p, err := writeClientConfig(c, clientConfig{Server: c.String("server"), Token: c.String("token")})
+				if err != nil {
+					return &ExitError{Code: ExitUsage, Err: err}
+				}
+				fmt.Fprintf(c.App.Writer, "logged in to %s as %s (%s); saved in %s\n", c.String("server"), u.Name, u.Role, p)
+				return nil
+			},
+		},
+		{
+			Name:  "register",
+			Usage: "create your account with an invite code and log in",
+			Flags: clientFlags(
+				&cli.StringFlag{Name: "invite", Required: true, Usage: "the invite code an organiser gave you"},
+				&cli.StringFlag{Name: "name", Required: true, Usage: "your user name (letters, digits, - _ .)"},
+			),
+			Action: func(c *cli.Context) error {
+				cl, err := client(c)
+				if err != nil {
+					return err
+				}
+				cr, err := cl.Register(c.Context, c.String("invite"), c.String("name"))
+				if err != nil {
+					return clientError(err)
+				}
+				server := c.String("server")
+				if server == "" {
+					server = readClientConfig(c).Server
+				}
+				p, err := writeClientConfig(c, clientConfig{Server: server, Token: cr.Token})
+				if err != nil {
+					return &ExitError{Code: ExitUsage, Err: err}
+				}
+				fmt.Fprintf(c.App.Writer, "registered %s (%s); token saved in %s\n", cr.User.Name, cr.User.Role, p)
+				return nil
+			},
+		},
+		{
+			Name:      "join",
+			Usage:     "join closed leaderboards with an invite code",
+			ArgsUsage: "CODE",
+			Flags:     clientFlags(),
+			Action: func(c *cli.Context) error {
+				if c.NArg() != 1 {
+					return usageError("join: give one invite CODE")
+				}
+				cl, err := client(c)
+				if err != nil {
+					return err
+				}
+				names, err := cl.Join(c.Context, c.Args().First())
+				if err != nil {
+					return clientError(err)
+				}
+				fmt.Fprintf(c.App.Writer, "joined: %s\n", strings.Join(names, ", "))
+				return nil
+			},
+		},
+		submitCommand(),
+		submissionsCommand(),
+		{
+			Name:  "leaderboards",
+			Usage: "list the leaderboards with their GPU types, deadline and state",
+			Flags: clientFlags(jsonFlag),
+			Action: func(c *cli.Context) error {
+				cl, err := client(c)
+				if err != nil {
+					return err
+				}
+				lbs, err := cl.Leaderboards(c.Context)
+				if err != nil {
+					return clientError(err)
+				}
+				if c.Bool("json") {
+					return printJSON(c.App.Writer, lbs)
+				}
+				tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "NAME\tSTATE\tVISIBILITY\tDEADLINE\tGPUS\tHERE")
+				for _, lb := range lbs {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", lb.Name, lb.State, lb.Visibility, deadlineText(lb.Deadline),
+						strings.Join(lb.GPUs, ","), strings.Join(lb.Available, ","))
+				}
+				return tw.Flush()
+			},
+		},
+		{
+			Name:      "leaderboard",
+			Usage:     "show a leaderboard's ranking",
+			ArgsUsage: "NAME",
+			Flags:     clientFlags(jsonFlag, &cli.StringFlag{Name: "gpu", Usage: "one GPU type (default: every one)"}),
+			Action:    runLeaderboard,
+		},
+		{
+			Name:  "queue",
+			Usage: "show the queue: depth per GPU type, your jobs, their position and ETA",
+			Flags: clientFlags(jsonFlag),
+			Action: func(c *cli.Context) error {
+				cl, err := client(c)
+				if err != nil {
+					return err
+				}
+				q, err := cl.Queue(c.Context)
+				if err != nil {
+					return clientError(err)
+				}
+				if c.Bool("json") {
+					return printJSON(c.App.Writer, q)
+				}
+				tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "GPU\tSLOTS\tRUNNING\tQUEUED\tMEAN RUN")
+				for _, g := range q.GPUs {
+					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", g.GPUType, g.Slots, g.Running, g.Queued, g.MeanRun.Round(time.Millisecond))
+				}
+				for _, j := range q.Mine {
+					fmt.Fprintf(tw, "\nyours: submission %d run %d on %s: %s", j.Submission, j.Run, j.GPUType, j.State)
+					if j.State == "queued" {
+						fmt.Fprintf(tw, ", position %d, starts in about %s", j.Position, j.ETA.Round(time.Second))
+					}
+				}
+				if len(q.Mine) > 0 {
+					fmt.Fprintln(tw)
+				}
+				return tw.Flush()
+			},
+		},
+		adminCommand(),
+	}
+}
+
+func deadlineText(t time.Time) string {
+	if t.IsZero() {
+		return "none"
+	}
+	return t.UTC().Format("2006-01-02 15:04Z")
+}
+
+func runLeaderboard(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageError("leaderboard: give one leaderboard NAME")
+	}
+	cl, err := client(c)
+	if err != nil {
+		return err
+	}
+	rk, err := cl.Ranking(c.Context, c.Args().First(), c.String("gpu"))
+	if err != nil {
+		return clientError(err)
+	}
+	if c.Bool("json") {
+		if c.String("gpu") != "" && len(rk.Rankings) == 1 {
+			return printJSON(c.App.Writer, rk.Rankings[0].Rows)
+		}
+		return printJSON(c.App.Writer, rk)
+	}
+	w := c.App.Writer
+	for _, r := range rk.Rankings {
+		fmt.Fprintf(w, "%s on %s (ranked by %s of the benchmark means)\n", rk.Leaderboard, r.GPU, rk.RankingBy)
+		if len(r.Rows) == 0 {
+			fmt.Fprintln(w, "  no ranked submissions yet")
+			continue
+		}
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  RANK\tUSER\tSCORE\tSUBMISSION\tWHEN")
+		for _, row := range r.Rows {
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%s\n", row.Rank, row.User, formatNS(row.Score*1e9), row.Submission, row.At.Format("2006-01-02 15:04"))
+		}
+		tw.Flush()
+	}
+	return nil
+}
+
+func submitCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "submit",
+		Usage:     "submit a solution and follow it to its result",
+		ArgsUsage: "FILE",
+		Description: "The leaderboard and GPU come from the flags, else from #!POPCORN leaderboard NAME and\n" +
+			"#!POPCORN gpu G lines in the file. Exit status: 0 passed, 1 the submission failed or was\n" +
+			"cancelled, 2 bad usage or input, 3 bad token, 4 refused (deadline, closed leaderboard, rate\n" +
+			"limit, size), 5 the server failed or could not be reached.",
+		Flags: clientFlags(
+			&cli.StringFlag{Name: "leaderboard", Aliases: []string{"l"}, Usage: "the leaderboard"},
+			&cli.StringFlag{Name: "gpu", Aliases: []string{"g"}, Usage: "the GPU type (cpu for the CPU backend)"},
+			&cli.StringFlag{Name: "mode", Aliases: []string{"m"}, Value: "test", Usage: "test, benchmark, leaderboard or profile"},
+			&cli.BoolFlag{Name: "no-wait", Usage: "print the submission id and return at once"},
+			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show stdout and stderr of every phase"},
+			jsonFlag,
+		),
+		Action: runSubmit,
+	}
+}
+
+// SubmitResult is the document `submit --json` prints once a submission
+// has ended (and `submissions show --json` inside its result).
+type SubmitResult struct {
+	ID          int64                      `json:"id"`
+	Leaderboard string                     `json:"leaderboard"`
+	GPU         string                     `json:"gpu"`
+	Mode        string                     `json:"mode"`
+	Status      string                     `json:"status"`
+	Passed      bool                       `json:"passed"`
+	Reason      string                     `json:"reason,omitempty"`
+	Score       *float64                   `json:"score"`
+	Rank        int                        `json:"rank,omitempty"`
+	Tests       []problems.TestResult      `json:"tests"`
+	Benchmarks  []problems.BenchmarkResult `json:"benchmarks"`
+	Secret      *RunRecord                 `json:"secret,omitempty"`
+	Phases      []problems.Phase           `json:"-"`
+}
+
+// resultOf gathers the public run's tests and benchmarks.
+func resultOf(sub *Submission) SubmitResult {
+	res := SubmitResult{ID: sub.ID, Leaderboard: sub.Leaderboard, GPU: sub.GPUType, Mode: sub.Mode, Status: sub.Status,
+		Passed: sub.Passed, Reason: sub.Reason, Score: sub.Score, Tests: []problems.TestResult{}, Benchmarks: []problems.BenchmarkResult{}}
+	for i := range sub.Runs {
+		r := &sub.Runs[i]
+		if r.Secret {
+			res.Secret = r
+			continue
+		}
+		var rep problems.Report
+		if len(r.Report) > 0 && json.Unmarshal(r.Report, &rep) == nil {
+			res.Tests, res.Benchmarks, res.Phases = rep.Tests, rep.Benchmarks, rep.Phases
+		}
+		if res.Reason == "" {
+			res.Reason = r.Reason
+		}
+	}
+	return res
+}
+
+func runSubmit(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageError("submit: give one FILE")
+	}
+	path := c.Args().First()
+	code, err := os.ReadFile(path)
+	if err != nil {
+		return usageError("submit: %v", err)
+	}
+	cl, err := client(c)
+	if err != nil {
+		return err
+	}
+	sub, err := cl.Submit(c.Context, SubmitRequest{Leaderboard: c.String("leaderboard"), GPU: c.String("gpu"),
+		Mode: c.String("mode"), FileName: filepath.Base(path), Code: code})
+	if err != nil {
+		return clientError(err)
+	}
+	w := c.App.Writer
+	asJSON := c.Bool("json")
+	if c.Bool("no-wait") {
+		if asJSON {
+			return printJSON(w, map[string]any{"id": sub.ID, "status": sub.Status})
+		}
+		fmt.Fprintf(w, "submission %d queued: %s on %s, mode %s\n", sub.ID, sub.Leaderboard, sub.GPUType, sub.Mode)
+		return nil
+	}
+	if !asJSON {
+		fmt.Fprintf(w, "submission %d queued: %s on %s, mode %s\n", sub.ID, sub.Leaderboard, sub.GPUType, sub.Mode)
+		if q, err := cl.Queue(c.Context); err == nil {
+			for _, j := range q.Mine {
+				if j.Submission == sub.ID && j.State == "queued" {
+					fmt.Fprintf(w, "  queue position %d, starts in about %s\n", j.Position, j.ETA.Round(time.Second))
+					break
+				}
+			}
+		}
+	}
+	final, err := cl.Wait(c.Context, sub.ID, func(ev Event) {
+		if !asJSON {
+			printProgress(w, ev)
+		}
+	})
+	if err != nil {
+		return clientError(err)
+	}
+	res := resultOf(final.Submission)
+	if res.Passed && res.Score != nil {
+		if rk, err := cl.Ranking(c.Context, res.Leaderboard, res.GPU); err == nil && len(rk.Rankings) == 1 {
+			for _, row := range rk.Rankings[0].Rows {
+				if row.Submission == res.ID {
+					res.Rank = row.Rank
+				}
+			}
+		}
+	}
+	if asJSON {
+		if err := printJSON(w, res); err != nil {
+			return err
+		}
+	} else {
+		printResult(w, res, c.Bool("verbose"))
+	}
+	return submissionExit(res)
+}
+
+func submissionExit(res SubmitResult) error {
+	switch {
+	case res.Status == StatusFailed:
+		return &ExitError{Code: ExitServer, Err: fmt.Errorf("submission %d could not be evaluated: %s", res.ID, res.Reason)}
+	case !res.Passed:
+		return &ExitError{Code: ExitFailed}
+	}
+	return nil
+}
+
+// printProgress shows one event as a line of progress.
+func printProgress(w io.Writer, ev Event) {
+	var d map[string]any
+	_ = json.Unmarshal(ev.Data, &d)
+	switch ev.Kind {
+	case "run.started":
+		fmt.Fprintf(w, "  running on %v\n", d["gpu_id"])
+	case "run.retried":
+		fmt.Fprintf(w, "  the box failed to run it; retrying (attempt %v)\n", d["attempt"])
+	case "run.phase":
+		var ph phaseEvent
+		_ = json.Unmarshal(ev.Data, &ph)
+		who := ""
+		if ph.Secret {
+			who = "secret "
+		}
+		verdict := "passed"
+		if !ph.Passed {
+			verdict = "FAILED: " + ph.Reason
+		}
+		fmt.Fprintf(w, "  %s%s phase %s (%s)\n", who, ph.Phase, verdict, ph.Wall.Round(10*time.Millisecond))
+		for _, t := range ph.Tests {
+			mark := "✓"
+			if !t.Passed() {
+				mark = "✗"
+			}
+			fmt.Fprintf(w, "    %s test %d %s\n", mark, t.Index, t.Spec)
+		}
+	}
+}
+
+func printResult(w io.Writer, res SubmitResult, verbose bool) {
+	rep := &problems.Report{Passed: res.Passed, Reason: res.Reason, Tests: res.Tests, Benchmarks: res.Benchmarks, Phases: res.Phases}
+	if verbose && len(res.Phases) > 0 {
+		writeReport(w, rep, true)
+	} else {
+		for _, b := range res.Benchmarks {
+			if b.Error == "" && b.Mean > 0 {
+				fmt.Fprintf(w, "  bench %-2d %-40s mean %10s  best %10s  runs %d\n", b.Index, b.Spec, formatNS(b.Mean), formatNS(b.Best), b.Runs)
+			}
+		}
+	}
+	if res.Secret != nil {
+		v := "passed"
+		if !res.Secret.Passed {
+			v = "failed"
+		}
+		fmt.Fprintf(w, "  secret-seed run: %s\n", v)
+	}
+	switch {
+	case res.Status == StatusFailed:
+		fmt.Fprintf(w, "ERROR: the box could not evaluate submission %d: %s\n", res.ID, res.Reason)
+	case res.Status == StatusCancelled:
+		fmt.Fprintf(w, "CANCELLED: submission %d\n", res.ID)
+	case res.Passed && res.Score != nil:
+		fmt.Fprintf(w, "PASSED: submission %d, score %s", res.ID, formatNS(*res.Score*1e9))
+		if res.Rank > 0 {
+			fmt.Fprintf(w, ", rank %d on %s", res.Rank, res.GPU)
+		}
+		fmt.Fprintln(w)
+	case res.Passed:
+		fmt.Fprintf(w, "PASSED: submission %d\n", res.ID)
+	default:
+		fmt.Fprintf(w, "FAILED: submission %d: %s\n", res.ID, res.Reason)
+	}
+}
+
+func submissionsCommand() *cli.Command {
+	idArg := func(c *cli.Context) (int64, error) {
+		if c.NArg() != 1 {
+			return 0, usageError("%s: give one submission ID", c.Command.FullName())
+		}
+		id, err := strconv.ParseInt(c.Args().First(), 10, 64)
+		if err != nil || id <= 0 {
+			return 0, usageError("%s: %q is not a submission id", c.Command.FullName(), c.Args().First())
+		}
+		return id, nil
+	}
+	return &cli.Command{
+		Name:  "submissions",
+		Usage: "list, show and cancel your submissions",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "list",
+				Usage: "list your submissions, newest first",
+				Flags: clientFlags(jsonFlag,
+					&cli.StringFlag{Name: "leaderboard", Aliases: []string{"l"}, Usage: "only this leaderboard"},
+					&cli.BoolFlag{Name: "all", Usage: "every user's (organisers and admins)"},
+					&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most this many"}),
+				Action: func(c *cli.Context) error {
+					cl, err := client(c)
+					if err != nil {
+						return err
+					}
+					subs, err := cl.Submissions(c.Context, c.String("leaderboard"), c.Bool("all"), c.Int("limit"))
+					if err != nil {
+						return clientError(err)
+					}
+					if c.Bool("json") {
+						return printJSON(c.App.Writer, subs)
+					}
+					tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "ID\tUSER\tLEADERBOARD\tGPU\tMODE\tSTATUS\tPASSED\tSCORE\tWHEN")
+					for _, s := range subs {
+						score := "-"
+						if s.Score != nil {
+							score = formatNS(*s.Score * 1e9)
+						}
+						fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%v\t%s\t%s\n", s.ID, s.User, s.Leaderboard, s.GPUType, s.Mode, s.Status,
+							s.Passed, score, s.Created.Format("2006-01-02 15:04:05"))
+					}
+					return tw.Flush()
+				},
+			},
+			{
+				Name:      "show",
+				Usage:     "show a submission and its result",
+				ArgsUsage: "ID",
+				Flags: clientFlags(jsonFlag,
+					&cli.BoolFlag{Name: "code", Usage: "print the submitted code too"},
+					&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show stdout and stderr of every phase"}),
+				Action: func(c *cli.Context) error {
+					id, err := idArg(c)
+					if err != nil {
+						return err
+					}
+					cl, err := client(c)
+					if err != nil {
+						return err
+					}
+					v, err := cl.Submission(c.Context, id, c.Bool("code"))
+					if err != nil {
+						return clientError(err)
+					}
+					if c.Bool("json") {
+						doc := struct {
+							*SubmissionView
+							Result *SubmitResult `json:"result,omitempty"`
+						}{SubmissionView: v}
+						if v.Status != StatusQueued && v.Status != StatusRunning {
+							r := resultOf(v.Submission)
+							doc.Result = &r
+						}
+						return printJSON(c.App.Writer, doc)
+					}
+					w := c.App.Writer
+					fmt.Fprintf(w, "submission %d by %s: %s on %s, mode %s, %s, submitted %s\n", v.ID, v.User, v.Leaderboard, v.GPUType,
+						v.Mode, v.Status, v.Created.Format(time.RFC3339))
+					if v.Status != StatusQueued && v.Status != StatusRunning {
+						printResult(w, resultOf(v.Submission), c.Bool("verbose"))
+					}
+					if v.Code != "" {
+						fmt.Fprintf(w, "\n%s\n", strings.TrimRight(v.Code, "\n"))
+					}
+					return nil
+				},
+			},
+			{
+				Name:      "cancel",
+				Usage:     "cancel a queued or running submission",
+				ArgsUsage: "ID",
+				Flags:     clientFlags(jsonFlag),
+				Action: func(c *cli.Context) error {
+					id, err := idArg(c)
+					if err != nil {
+						return err
+					}
+					cl, err := client(c)
+					if err != nil {
+						return err
+					}
+					sub, err := cl.Cancel(c.Context, id)
+					if err != nil {
+						return clientError(err)
+					}
+					if c.Bool("json") {
+						return printJSON(c.App.Writer, sub)
+					}
+					fmt.Fprintf(c.App.Writer, "submission %d: %s\n", sub.ID, sub.Status)
+					return nil
+				},
+			},
+		},
+	}
+}
+
+func adminCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "admin",
+		Usage: "organiser and admin commands",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "users",
+				Usage: "add, list, ban users and issue tokens",
+				Subcommands: []*cli.Command{
+					{
+						Name: "add", Usage: "add a user and print their token", ArgsUsage: "NAME",
+						Flags: clientFlags(jsonFlag, &cli.StringFlag{Name: "role", Value: "contestant", Usage: "contestant, organiser or admin"}),
+						Action: func(c *cli.Context) error {
+							if c.NArg() != 1 {
+								return usageError("admin users add: give one NAME")
+							}
+							cl, err := client(c)
+							if err != nil {
+								return err
+							}
+							cr, err := cl.AddUser(c.Context, c.Args().First(), Role(c.String("role")))
+							if err != nil {
+								return clientError(err)
+							}
+							if c.Bool("json") {
+								return printJSON(c.App.Writer, cr)
+							}
+							fmt.Fprintln(c.App.Writer, cr.Token)
+							return nil
+						},
+					},
+					{
+						Name: "list", Usage: "list the users", Flags: clientFlags(jsonFlag),
+						Action: func(c *cli.Context) error {
+							cl, err := client(c)
+							if err != nil {
+								return err
+							}
+							users, err := cl.Users(c.Context)
+							if err != nil {
+								return clientError(err)
+							}
+							if c.Bool("json") {
+								return printJSON(c.App.Writer, users)
+							}
+							tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+							fmt.Fprintln(tw, "NAME\tROLE\tBANNED\tCREATED")
+							for _, u := range users {
+								fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", u.Name, u.Role, u.Banned, u.Created.Format("2006-01-02 15:04"))
+							}
+							return tw.Flush()
+						},
+					},
+					banCommand("ban", true), banCommand("unban", false),
+					{
+						Name: "token", Usage: "issue a new token for a user and print it", ArgsUsage: "NAME",
+						Flags: clientFlags(&cli.BoolFlag{Name: "revoke", Usage: "revoke the user's other tokens"}),
+						Action: func(c *cli.Context) error {
+							if c.NArg() != 1 {
+								return usageError("admin users token: give one NAME")
+							}
+							cl, err := client(c)
+							if err != nil {
+								return err
+							}
+							cr, err := cl.IssueToken(c.Context, c.Args().First(), c.Bool("revoke"))
+							if err != nil {
+								return clientError(err)
+							}
+							fmt.Fprintln(c.App.Writer, cr.Token)
+							return nil
+						},
+					},
+				},
+			},
+			{
+				Name: "invite", Usage: "create an invite code and print it",
+				Flags: clientFlags(jsonFlag,
+					&cli.StringFlag{Name: "role", Value: "contestant", Usage: "contestant or organiser"},
+					&cli.IntFlag{Name: "uses", Value: 1, Usage: "how many people may redeem it"},
+					&cli.DurationFlag{Name: "expires", Usage: "valid for this long (default: no expiry)"},
+					&cli.StringSliceFlag{Name: "leaderboard", Aliases: []string{"l"}, Usage: "a closed leaderboard it admits to (repeatable)"}),
+				Action: func(c *cli.Context) error {
+					cl, err := client(c)
+					if err != nil {
+						return err
+					}
+					inv := Invite{Role: Role(c.String("role")), Uses: c.Int("uses"), Leaderboards: c.StringSlice("leaderboard")}
+					if d := c.Duration("expires"); d > 0 {
+						inv.Expires = time.Now().Add(d)
+					}
+					code, err := cl.CreateInvite(c.Context, inv)
+					if err != nil {
+						return clientError(err)
+					}
+					if c.Bool("json") {
+						return printJSON(c.App.Writer, code)
+					}
+					fmt.Fprintln(c.App.Writer, code.Invite)
+					return nil
+				},
+			},
+			{
+				Name:  "problems",
+				Usage: "load problem sets",
+				Subcommands: []*cli.Command{{
+					Name:      "load",
+					Usage:     "load a competition file (KernelBot's format) or one problem directory",
+					ArgsUsage: "PATH",
+					Flags:     clientFlags(jsonFlag),
+					Action:    runLoadProblems,
+				}},
+			},
+			{
+				Name:      "leaderboard",
+				Usage:     "open, close, extend a leaderboard or set its rate limits",
+				ArgsUsage: "NAME",
+				Flags: clientFlags(jsonFlag,
+					&cli.StringFlag{Name: "visibility", Usage: "open (everyone) or closed (invited users only)"},
+					&cli.StringFlag{Name: "deadline", Usage: "a new deadline (2006-01-02 15:04, RFC 3339), or none"},
+					&cli.DurationFlag{Name: "extend", Usage: "move the deadline this much later"},
+					&cli.BoolFlag{Name: "end", Usage: "end it now: the deadline becomes now"},
+					&cli.StringSliceFlag{Name: "rate-limit", Usage: "CATEGORY=N submissions per user per hour (test or ranked; -1 removes)"}),
+				Action: runAdminLeaderboard,
+			},
+			{
+				Name:      "hacked",
+				Usage:     "mark a submission as hacked (out of the rankings), or --clear it",
+				ArgsUsage: "ID",
+				Flags:     clientFlags(&cli.BoolFlag{Name: "clear", Usage: "clear the mark"}),
+				Action: func(c *cli.Context) error {
+					id, err := strconv.ParseInt(c.Args().First(), 10, 64)
+					if c.NArg() != 1 || err != nil {
+						return usageError("admin hacked: give one submission ID")
+					}
+					cl, err := client(c)
+					if err != nil {
+						return err
+					}
+					sub, err := cl.MarkHacked(c.Context, id, !c.Bool("clear"))
+					if err != nil {
+						return clientError(err)
+					}
+					fmt.Fprintf(c.App.Writer, "submission %d hacked: %v\n", sub.ID, sub.Hacked)
+					return nil
+				},
+			},
+			{
+				Name:      "delete",
+				Usage:     "delete a submission and its runs",
+				ArgsUsage: "ID",
+				Flags:     clientFlags(),
+				Action: func(c *cli.Context) error {
+					id, err := strconv.ParseInt(c.Args().First(), 10, 64)
+					if c.NArg() != 1 || err != nil {
+						return usageError("admin delete: give one submission ID")
+					}
+					cl, err := client(c)
+					if err != nil {
+						return err
+					}
+					if err := cl.DeleteSubmission(c.Context, id); err != nil {
+						return clientError(err)
+					}
+					fmt.Fprintf(c.App.Writer, "deleted submission %d\n", id)
+					return nil
+				},
+			},
+		},
+	}
+}
+
+func banCommand(name string, banned bool) *cli.Command {
+	return &cli.Command{
+		Name: name, Usage: name + " a user", ArgsUsage: "NAME", Flags: clientFlags(),
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return usageError("admin users %s: give one NAME", name)
+			}
+			cl, err := client(c)
+			if err != nil {
+				return err
+			}
+			u, err := cl.Ban(c.Context, c.Args().First(), banned)
+			if err != nil {
+				return clientError(err)
+			}
+			fmt.Fprintf(c.App.Writer, "%s banned: %v\n", u.Name, u.Banned)
+			return nil
+		},
+	}
+}
+
+func runLoadProblems(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageError("admin problems load: give one PATH (a competition .yaml or a problem directory)")
+	}
+	path := c.Args().First()
+	st, err := os.Stat(path)
+	if err != nil {
+		return usageError("admin problems load: %v", err)
+	}
+	dir, file := path, ""
+	if !st.IsDir() {
+		dir, file = filepath.Dir(path), filepath.Base(path)
+	} else if _, err := os.Stat(filepath.Join(path, "task.yml")); err != nil {
+		return usageError("admin problems load: %s has no task.yml; give the competition .yaml file for a problem set", path)
+	}
+	var buf bytes.Buffer
+	if err := packProblemSet(&buf, dir); err != nil {
+		return usageError("admin problems load: %v", err)
+	}
+	cl, err := client(c)
+	if err != nil {
+		return err
+	}
+	loaded, err := cl.LoadProblems(c.Context, &buf, file)
+	if err != nil {
+		return clientError(err)
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, loaded)
+	}
+	for _, l := range loaded {
+		verb := "updated"
+		if l.Created {
+			verb = "created"
+		}
+		fmt.Fprintf(c.App.Writer, "%s %s (gpus %s, deadline %s)\n", verb, l.Leaderboard, strings.Join(l.GPUs, ","), deadlineText(l.Deadline))
+		for _, w := range l.Warnings {
+			fmt.Fprintf(c.App.Writer, "  warning: %s\n", w)
+		}
+	}
+	return nil
+}
+
+func runAdminLeaderboard(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageError("admin leaderboard: give one NAME")
+	}
+	name := c.Args().First()
+	cl, err := client(c)
+	if err != nil {
+		return err
+	}
+	var ch LeaderboardChange
+	if v := c.String("visibility"); v != "" {
+		vis := Visibility(v)
+		ch.Visibility = &vis
+	}
+	switch d := c.String("deadline"); {
+	case d == "none":
+		ch.Deadline = &time.Time{}
+	case d != "":
+		t, err := problems.ParseDeadline(d)
+		if err != nil {
+			return usageError("admin leaderboard: --deadline: %v", err)
+		}
+		ch.Deadline = &t
+	}
+	if c.Bool("end") {
+		now := time.Now().UTC()
+		ch.Deadline = &now
+	}
+	if ext := c.Duration("extend"); ext != 0 {
+		lb, err := cl.Leaderboard(c.Context, name)
+		if err != nil {
+			return clientError(err)
+		}
+		base := lb.Deadline
+		if base.IsZero() {
+			return usageError("admin leaderboard: %s has no deadline to extend; set one with --deadline", name)
+		}
+		t := base.Add(ext)
+		ch.Deadline = &t
+	}
+	for _, rl := range c.StringSlice("rate-limit") {
+		cat, n, ok := strings.Cut(rl, "=")
+		v, err := strconv.Atoi(n)
+		if !ok || err != nil {
+			return usageError("admin leaderboard: --rate-limit %q: want CATEGORY=N", rl)
+		}
+		if ch.RateLimits == nil {
+			ch.RateLimits = map[string]int{}
+		}
+		ch.RateLimits[cat] = v
+	}
+	lb, err := cl.ChangeLeaderboard(c.Context, name, ch)
+	if err != nil {
+		return clientError(err)
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, lb)
+	}
+	fmt.Fprintf(c.App.Writer, "%s: %s, %s, deadline %s, rate limits %v\n", lb.Name, lb.State, lb.Visibility, deadlineText(lb.Deadline), lb.RateLimits)
+	return nil
+}

@@ -1,0 +1,169 @@
+package appliance
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// ErrConfig marks every configuration error.
+var ErrConfig = errors.New("bad configuration")
+
+// ConfigError names the field that is wrong.
+type ConfigError struct {
+	Field string
+	Msg   string
+}
+
+func (e *ConfigError) Error() string { return fmt.Sprintf("config %s: %s", e.Field, e.Msg) }
+
+// Unwrap makes every ConfigError match ErrConfig.
+func (e *ConfigError) Unwrap() error { return ErrConfig }
+
+// Config is the daemon's configuration: DefaultConfig, then the config
+// file, then flags.
+type Config struct {
+	// DataDir holds the databases, loaded problems, the admin token and the
+	// unix socket.
+	DataDir string `yaml:"data"`
+	// Listen is the TCP address of the API; empty for none (socket only).
+	Listen string `yaml:"listen"`
+	// Socket is the unix socket for local administration; DataDir/kernelbox.sock when empty.
+	Socket string `yaml:"socket"`
+	// Python is the harness interpreter; the first python3 that imports
+	// torch when empty.
+	Python string `yaml:"python"`
+	// CPUSlots is how many CPU-backend runs go at once (the "cpu" GPU type);
+	// 0 offers no CPU backend.
+	CPUSlots int `yaml:"cpu_slots"`
+	// Sandbox runs every harness in the sandbox. Turning it off runs
+	// submissions as the daemon's user: for development on a machine where
+	// the daemon cannot be root, never for contestants' code.
+	Sandbox bool `yaml:"sandbox"`
+	// Library loads the bundled problems at start.
+	Library bool `yaml:"library"`
+	// Grace is how long a shutdown waits for running jobs before it stops
+	// them and gives them back to the queue.
+	Grace time.Duration `yaml:"grace"`
+	// LeaseTTL is how long a job's lease lasts between heartbeats; a
+	// crashed daemon's jobs go back to the queue after it.
+	LeaseTTL time.Duration `yaml:"lease_ttl"`
+	// MaxQueuedPerUser caps the jobs one user may have waiting.
+	MaxQueuedPerUser int `yaml:"max_queued_per_user"`
+	// MaxRunningPerUser caps the GPU slots one user holds at once.
+	MaxRunningPerUser int `yaml:"max_running_per_user"`
+	// AgePerSecond is the fair-share credit of waiting, in GPU-milliseconds
+	// per second: a heavy user's job is not starved by light users.
+	AgePerSecond int64 `yaml:"age_per_second"`
+	// RateLimits are the submissions per user per hour for leaderboards
+	// that set none, per category (test, ranked); 0 means no limit.
+	RateLimits map[string]int `yaml:"rate_limits"`
+	// MaxUploadBytes caps a submitted file.
+	MaxUploadBytes int64 `yaml:"max_upload_bytes"`
+	// MaxProblemBytes caps an uploaded problem set (compressed).
+	MaxProblemBytes int64 `yaml:"max_problem_bytes"`
+	// Binds are extra read-only host paths for the sandbox (a CUDA toolkit
+	// outside /usr).
+	Binds []string `yaml:"binds"`
+}
+
+// DefaultConfig is the configuration without a file or flags.
+func DefaultConfig() Config {
+	return Config{
+		DataDir:           "/var/lib/kernelbox",
+		Listen:            "127.0.0.1:8470",
+		CPUSlots:          1,
+		Sandbox:           true,
+		Library:           true,
+		Grace:             30 * time.Second,
+		LeaseTTL:          30 * time.Second,
+		MaxQueuedPerUser:  20,
+		MaxRunningPerUser: 2,
+		AgePerSecond:      1000,
+		RateLimits:        map[string]int{CategoryTest: 120, CategoryRanked: 30},
+		MaxUploadBytes:    maxSubmissionBytes,
+		MaxProblemBytes:   64 << 20,
+	}
+}
+
+// LoadConfigFile reads a YAML config file over c. Unknown fields are
+// errors: a misspelt limit must not silently keep its default.
+func (c *Config) LoadConfigFile(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	// An empty file decodes as io.EOF: no change.
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("config %s: %w: %w", path, ErrConfig, err)
+	}
+	return nil
+}
+
+// Validate checks every field and returns the errors together.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &ConfigError{Field: field, Msg: fmt.Sprintf(format, args...)})
+	}
+	if c.DataDir == "" || !filepath.IsAbs(c.DataDir) {
+		bad("data", "want an absolute directory, got %q", c.DataDir)
+	}
+	if c.Listen == "" && c.Socket == "-" {
+		bad("listen", "neither a TCP address nor a socket: the API would be unreachable")
+	}
+	if c.CPUSlots < 0 || c.CPUSlots > 256 {
+		bad("cpu_slots", "want 0 to 256, got %d", c.CPUSlots)
+	}
+	if c.Grace < 0 {
+		bad("grace", "must not be negative")
+	}
+	if c.LeaseTTL < time.Second {
+		bad("lease_ttl", "want at least 1s, got %v", c.LeaseTTL)
+	}
+	if c.MaxQueuedPerUser < 1 {
+		bad("max_queued_per_user", "want at least 1, got %d", c.MaxQueuedPerUser)
+	}
+	if c.MaxRunningPerUser < 0 {
+		bad("max_running_per_user", "must not be negative")
+	}
+	for k, v := range c.RateLimits {
+		if k != CategoryTest && k != CategoryRanked {
+			bad("rate_limits", "category %q: want test or ranked", k)
+		}
+		if v < 0 {
+			bad("rate_limits", "%s: must not be negative", k)
+		}
+	}
+	if c.MaxUploadBytes < 1024 || c.MaxUploadBytes > 64<<20 {
+		bad("max_upload_bytes", "want 1 KiB to 64 MiB, got %d", c.MaxUploadBytes)
+	}
+	if c.MaxProblemBytes < 1<<20 {
+		bad("max_problem_bytes", "want at least 1 MiB, got %d", c.MaxProblemBytes)
+	}
+	for _, b := range c.Binds {
+		if !filepath.IsAbs(b) {
+			bad("binds", "%q is not an absolute path", b)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// socketPath is where the unix socket goes, "" for none.
+func (c *Config) socketPath() string {
+	switch c.Socket {
+	case "-":
+		return ""
+	case "":
+		return filepath.Join(c.DataDir, "kernelbox.sock")
+	}
+	return c.Socket
+}

@@ -1,0 +1,277 @@
+package appliance
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"kernelbox/policies"
+	"kernelbox/problems"
+	"kernelbox/queue"
+	"kernelbox/sandbox"
+)
+
+// Daemon is `kernelbox serve`: the store, the queue, the runner and the
+// API, started and stopped together.
+type Daemon struct {
+	cfg Config
+	log *slog.Logger
+	now func() time.Time
+
+	// CgroupParent is the sandbox runs' parent cgroup; the tests give each
+	// daemon its own so that its start-up sweep never touches other runs.
+	CgroupParent string
+
+	store  *Store
+	queue  *queue.Store
+	svc    *Service
+	runner *runner
+	rt     *sandbox.Runtime
+	api    *API
+
+	servers   []*http.Server
+	tcpAddr   string
+	serveWG   sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// NewDaemon prepares a daemon; Start starts it.
+func NewDaemon(cfg Config, log *slog.Logger) *Daemon {
+	return &Daemon{cfg: cfg, log: log, now: time.Now, CgroupParent: "kernelbox"}
+}
+
+// AdminTokenFile is where the first start writes the admin's token.
+func AdminTokenFile(dataDir string) string { return filepath.Join(dataDir, "admin-token") }
+
+// Start opens the databases, recovers what an earlier daemon left, starts
+// the runner and listens. Problems that stop the box from evaluating (no
+// root for the sandbox, no PyTorch) do not stop it from starting: it
+// serves status and refuses submissions with the reason.
+func (d *Daemon) Start(ctx context.Context) (err error) {
+	if err := d.cfg.Validate(); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			d.closeAll()
+		}
+	}()
+	if err := os.MkdirAll(d.cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	if d.store, err = OpenStore(ctx, filepath.Join(d.cfg.DataDir, "kernelbox.db"), d.now); err != nil {
+		return err
+	}
+	if d.queue, err = queue.Open(ctx, filepath.Join(d.cfg.DataDir, "queue.db"), queue.Options{Now: d.now}); err != nil {
+		return err
+	}
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return err
+	}
+	boot := hex.EncodeToString(b[:])
+	d.svc = newService(d.cfg, d.store, d.queue, d.log.With("component", "service"), d.now, boot)
+	// Every lease of an earlier boot is an orphan: its holder is gone.
+	if n, err := d.queue.Reap(ctx, boot); err != nil {
+		return err
+	} else if n > 0 {
+		d.log.Warn("requeued jobs an earlier daemon held", "jobs", n)
+	}
+	if err := d.bootstrapAdmin(ctx); err != nil {
+		return err
+	}
+
+	it, launch := d.prepareRunner(ctx)
+	slots := cpuSlots(d.cfg.CPUSlots)
+	if len(d.svc.health) == 0 && len(slots) == 0 {
+		d.svc.health = append(d.svc.health, "no slots: cpu_slots is 0 and GPU slots are not configured")
+	}
+	d.runner = &runner{svc: d.svc, slots: slots, launch: launch, python: it, workRoot: filepath.Join(d.cfg.DataDir, "work"),
+		log: d.log.With("component", "runner")}
+	if len(d.svc.health) > 0 {
+		d.runner.slots = nil // nothing can run; keep the jobs queued
+		for _, s := range slots {
+			d.svc.slots[s.GPUType]++ // still offered: jobs wait for the box to be fixed
+		}
+		d.log.Error("the box cannot evaluate submissions", "why", strings.Join(d.svc.health, "; "))
+	}
+	if d.cfg.Library {
+		loaded, err := d.svc.loadLibrary(ctx, filepath.Join(d.cfg.DataDir, "problems", "library"))
+		if err != nil {
+			return err
+		}
+		d.log.Info("loaded the bundled problems", "leaderboards", len(loaded))
+	}
+	if err := d.svc.reconcile(ctx); err != nil {
+		return err
+	}
+	if err := d.runner.Start(ctx); err != nil {
+		return err
+	}
+	d.api = newAPI(d.svc, d.log.With("component", "api"))
+	return d.listen()
+}
+
+// prepareRunner finds the harness interpreter and the sandbox, recording
+// in the service's health why either is missing.
+func (d *Daemon) prepareRunner(ctx context.Context) (*problems.Interpreter, launcherFunc) {
+	it := &problems.Interpreter{}
+	var err error
+	if d.cfg.Python != "" {
+		it, err = problems.ProbePython(ctx, d.cfg.Python)
+	} else {
+		it, err = problems.FindPython(ctx, problems.PythonCandidates())
+	}
+	if err != nil {
+		d.svc.health = append(d.svc.health, fmt.Sprintf("no Python with PyTorch (%v); install python3-torch or set python in the config", err))
+		it = &problems.Interpreter{}
+	}
+	if !d.cfg.Sandbox {
+		d.log.Warn("the sandbox is off: submissions run as the daemon's user, with its access (development only)")
+		return it, func(Slot, problems.Mode) (problems.Launcher, []string) {
+			return problems.ExecLauncher{}, sandboxEnv(it.BinDir)
+		}
+	}
+	rt, err := sandbox.NewRuntime(filepath.Join(d.cfg.DataDir, "sandbox"), d.log)
+	if err == nil {
+		err = rt.SetCgroupParent(d.CgroupParent)
+	}
+	if err != nil {
+		d.svc.health = append(d.svc.health, fmt.Sprintf("no sandbox: %v", err))
+		return it, nil
+	}
+	d.rt = rt
+	if n, err := rt.CleanStale(); err != nil {
+		d.log.Warn("clean stale sandboxes", "err", err)
+	} else if n > 0 {
+		d.log.Warn("removed sandboxes an earlier daemon left", "containers", n)
+	}
+	var extra []sandbox.Bind
+	for _, b := range d.cfg.Binds {
+		extra = append(extra, sandbox.Bind{Source: b})
+	}
+	binds := harnessBinds(it, extra)
+	env := sandboxEnv(it.BinDir)
+	return it, func(slot Slot, mode problems.Mode) (problems.Launcher, []string) {
+		return &sandboxLauncher{rt: rt, binds: binds, limits: policies.ForMode(string(mode), 0)}, env
+	}
+}
+
+// bootstrapAdmin creates the admin user on the first start and writes its
+// token where only root can read it.
+func (d *Daemon) bootstrapAdmin(ctx context.Context) error {
+	users, err := d.store.Users(ctx)
+	if err != nil {
+		return err
+	}
+	if len(users) > 0 {
+		return nil
+	}
+	_, token, err := d.store.CreateUser(ctx, "admin", RoleAdmin)
+	if err != nil {
+		return err
+	}
+	path := AdminTokenFile(d.cfg.DataDir)
+	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+		return fmt.Errorf("write admin token: %w", err)
+	}
+	d.log.Info("created the admin user; its token is in the admin-token file", "file", path)
+	return nil
+}
+
+func (d *Daemon) listen() error {
+	handler := d.api.Handler()
+	var lns []net.Listener
+	if d.cfg.Listen != "" {
+		ln, err := net.Listen("tcp", d.cfg.Listen)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", d.cfg.Listen, err)
+		}
+		d.tcpAddr = ln.Addr().String()
+		lns = append(lns, ln)
+	}
+	if sock := d.cfg.socketPath(); sock != "" {
+		if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove old socket: %w", err)
+		}
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
+			for _, l := range lns {
+				l.Close()
+			}
+			return fmt.Errorf("listen on %s: %w", sock, err)
+		}
+		// The socket is for local administration: the same tokens apply,
+		// but only root (and the daemon's group) can connect at all.
+		if err := os.Chmod(sock, 0o660); err != nil {
+			d.log.Warn("chmod socket", "err", err)
+		}
+		lns = append(lns, ln)
+	}
+	for _, ln := range lns {
+		srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(d.log.Handler(), slog.LevelWarn)}
+		d.servers = append(d.servers, srv)
+		d.serveWG.Add(1)
+		go func() {
+			defer d.serveWG.Done()
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				d.log.Error("serve", "addr", ln.Addr().String(), "err", err)
+			}
+		}()
+		d.log.Info("listening", "addr", ln.Addr().String())
+	}
+	return nil
+}
+
+// Addr is the TCP address the API listens on (with the port chosen when
+// the config said :0).
+func (d *Daemon) Addr() string { return d.tcpAddr }
+
+// Stop shuts down gracefully: it refuses new submissions, stops claiming,
+// waits up to the grace period for running jobs, then stops them (their
+// jobs go back to the queue, attempts intact), and closes the listeners
+// and databases. ctx bounds the HTTP shutdown.
+func (d *Daemon) Stop(ctx context.Context) error {
+	if d.svc != nil {
+		d.svc.draining.Store(true)
+	}
+	if d.runner != nil && d.runner.cancelSoft != nil {
+		d.runner.Stop(d.cfg.Grace)
+	}
+	var errs []error
+	for _, srv := range d.servers {
+		if err := srv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
+			srv.Close()
+		}
+	}
+	d.serveWG.Wait()
+	d.closeAll()
+	return errors.Join(errs...)
+}
+
+func (d *Daemon) closeAll() {
+	d.closeOnce.Do(func() {
+		if d.rt != nil {
+			if err := d.rt.Close(); err != nil {
+				d.log.Warn("close sandbox runtime", "err", err)
+			}
+		}
+		if d.queue != nil {
+			d.queue.Close()
+		}
+		if d.store != nil {
+			d.store.Close()
+		}
+	})
+}

@@ -1,0 +1,248 @@
+package appliance
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"kernelbox/problems"
+)
+
+// Limits of an uploaded problem set once unpacked.
+const (
+	maxProblemSetFiles = 20000
+	maxProblemSetBytes = 512 << 20
+)
+
+// LoadedProblem is one leaderboard a problem load created or replaced.
+type LoadedProblem struct {
+	Leaderboard string    `json:"leaderboard"`
+	Created     bool      `json:"created"`
+	GPUs        []string  `json:"gpus"`
+	Deadline    time.Time `json:"deadline,omitzero"`
+	Warnings    []string  `json:"warnings,omitempty"`
+}
+
+// loadProblemSet puts a problem set that lies under root on the leaderboards:
+// file names a competition file inside root (KernelBot's format), or is
+// empty when root itself is one problem (a task.yml). Nothing is changed
+// unless every problem loads.
+func (s *Service) loadProblemSet(ctx context.Context, root, file string) ([]LoadedProblem, error) {
+	var entries []problems.CompetitionProblem
+	if file != "" {
+		comp, err := problems.LoadCompetition(filepath.Join(root, filepath.FromSlash(file)))
+		if err != nil {
+			return nil, Errorf(CodeInvalid, "%v", err)
+		}
+		entries = comp.Problems
+	} else {
+		t, err := problems.LoadTask(root)
+		if err != nil {
+			return nil, Errorf(CodeInvalid, "%v", err)
+		}
+		entries = []problems.CompetitionProblem{{Name: t.Name, GPUs: t.GPUs, Task: t}}
+	}
+	for _, p := range entries {
+		if err := insideRoot(root, p.Task); err != nil {
+			return nil, err
+		}
+	}
+	var out []LoadedProblem
+	for _, p := range entries {
+		gpus := p.GPUs
+		if len(gpus) == 0 {
+			gpus = p.Task.GPUs
+		}
+		if len(gpus) == 0 {
+			gpus = s.gpuTypes() // "any": what this box has
+		}
+		if len(gpus) == 0 {
+			gpus = []string{"cpu"}
+		}
+		created, err := s.store.PutLeaderboard(ctx, LeaderboardSpec{Name: p.Name, Description: p.Task.Description,
+			Lang: string(p.Task.Lang), RankingBy: string(p.Task.RankingBy), Deadline: p.Deadline, GPUs: gpus, ProblemDir: p.Task.Dir})
+		if err != nil {
+			return out, err
+		}
+		out = append(out, LoadedProblem{Leaderboard: p.Name, Created: created, GPUs: gpus, Deadline: p.Deadline, Warnings: p.Task.Warnings})
+	}
+	s.mu.Lock()
+	s.tasks = map[string]*problems.Task{} // a reload replaces the cached tasks
+	s.mu.Unlock()
+	return out, nil
+}
+
+// insideRoot refuses a problem whose directory or files lie outside the
+// uploaded tree: an organiser's problem set must not copy the host's files
+// into a contestant's run.
+func insideRoot(root string, t *problems.Task) error {
+	within := func(p string) bool {
+		rel, err := filepath.Rel(root, p)
+		return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+	}
+	if !within(t.Dir) {
+		return Errorf(CodeInvalid, "problem %s: its directory is outside the problem set", t.Name)
+	}
+	for _, f := range t.Files {
+		if f.Source == problems.SubmissionPlaceholder {
+			continue
+		}
+		if !within(filepath.Join(t.Dir, filepath.FromSlash(f.Source))) {
+			return Errorf(CodeInvalid, "problem %s: file %s comes from outside the problem set (%s)", t.Name, f.Name, f.Source)
+		}
+	}
+	return nil
+}
+
+// loadLibrary exports the bundled problems under the data directory and
+// loads their competition.
+func (s *Service) loadLibrary(ctx context.Context, dir string) ([]LoadedProblem, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("load library: %w", err)
+	}
+	if err := problems.ExportLibrary(dir); err != nil {
+		return nil, fmt.Errorf("load library: %w", err)
+	}
+	return s.loadProblemSet(ctx, dir, problems.LibraryCompetition)
+}
+
+// unpackProblemSet unpacks a gzipped tar into a new directory under parent
+// and returns it. Only directories and regular files are taken; a path that
+// is absolute or climbs out, a link, or a set too large is refused.
+func unpackProblemSet(r io.Reader, parent string) (string, error) {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	dir := filepath.Join(parent, time.Now().UTC().Format("20060102T150405")+"-"+hex.EncodeToString(b[:]))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("unpack problem set: %w", err)
+	}
+	fail := func(err error) (string, error) {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	zr, err := gzip.NewReader(r)
+	if err != nil {
+		return fail(Errorf(CodeInvalid, "the problem set is not a gzipped tar: %v", err))
+	}
+	tr := tar.NewReader(zr)
+	var files int
+	var total int64
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fail(Errorf(CodeInvalid, "the problem set archive is damaged: %v", err))
+		}
+		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
+		if name == "." {
+			continue
+		}
+		if path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") || strings.Contains(name, "\\") {
+			return fail(Errorf(CodeInvalid, "the problem set has a path outside itself: %q", h.Name))
+		}
+		dst := filepath.Join(dir, filepath.FromSlash(name))
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(dst, 0o755); err != nil {
+				return fail(fmt.Errorf("unpack problem set: %w", err))
+			}
+		case tar.TypeReg:
+			files++
+			total += h.Size
+			if files > maxProblemSetFiles || total > maxProblemSetBytes {
+				return fail(Errorf(CodeTooLarge, "the problem set unpacks to more than %d files or %d MiB", maxProblemSetFiles, maxProblemSetBytes>>20))
+			}
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				return fail(fmt.Errorf("unpack problem set: %w", err))
+			}
+			f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+			if err != nil {
+				return fail(Errorf(CodeInvalid, "the problem set has %q twice or in a bad place: %v", h.Name, err))
+			}
+			_, err = io.CopyN(f, tr, h.Size)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fail(Errorf(CodeInvalid, "the problem set archive is damaged at %q: %v", h.Name, err))
+			}
+		default:
+			return fail(Errorf(CodeInvalid, "the problem set has %q, which is not a file or a directory (links are not taken)", h.Name))
+		}
+	}
+	return dir, nil
+}
+
+// packProblemSet writes dir as a gzipped tar, leaving out hidden entries
+// and Python caches: what `kernelbox admin problems load` uploads.
+func packProblemSet(w io.Writer, dir string) error {
+	zw := gzip.NewWriter(w)
+	tw := tar.NewWriter(zw)
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		base := d.Name()
+		if strings.HasPrefix(base, ".") || base == "__pycache__" || base == "node_modules" {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if !info.Mode().IsRegular() && !info.IsDir() {
+			return nil // links and devices are not part of a problem
+		}
+		h, err := tar.FileInfoHeader(info, "")
+		if err != nil {
+			return err
+		}
+		h.Name = filepath.ToSlash(rel)
+		if info.IsDir() {
+			h.Name += "/"
+		}
+		h.Uname, h.Gname, h.Uid, h.Gid = "", "", 0, 0
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if info.IsDir() {
+			return nil
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.Copy(tw, f)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("pack %s: %w", dir, err)
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return zw.Close()
+}

@@ -1,0 +1,332 @@
+package appliance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"kernelbox/problems"
+	"kernelbox/queue"
+)
+
+// Slot is one GPU, or one share of the CPU backend, that runs one job at a
+// time.
+type Slot struct {
+	ID      string `json:"id"`  // "cpu:0", or a GPU's UUID
+	GPUType string `json:"gpu"` // what leaderboards name: "cpu", "H200"
+	Device  string `json:"device"`
+}
+
+// cpuSlots are the CPU backend's slots.
+func cpuSlots(n int) []Slot {
+	var out []Slot
+	for i := range n {
+		out = append(out, Slot{ID: fmt.Sprintf("cpu:%d", i), GPUType: "cpu", Device: "cpu"})
+	}
+	return out
+}
+
+// launcherFunc gives the launcher and base environment for one run on a
+// slot: the sandbox with the slot's device nodes, in the daemon.
+type launcherFunc func(slot Slot, mode problems.Mode) (problems.Launcher, []string)
+
+// runner takes jobs off the queue, one goroutine per slot, and runs them.
+type runner struct {
+	svc      *Service
+	slots    []Slot
+	launch   launcherFunc
+	python   *problems.Interpreter
+	workRoot string
+	log      *slog.Logger
+	// idlePoll bounds how long an idle slot sleeps without a wake-up: a
+	// retried job becomes ready after its delay, and nobody fires for that.
+	idlePoll time.Duration
+
+	soft, hard context.Context // soft: stop claiming; hard: stop running
+	cancelSoft context.CancelFunc
+	cancelHard context.CancelFunc
+	wg         sync.WaitGroup
+	stopOnce   sync.Once
+	onJobDone  func() // tests and the idle-gap benchmark listen here
+}
+
+// Start registers the slots with the service and starts one goroutine per
+// slot and one for the lease reaper. Stop ends them.
+func (r *runner) Start(ctx context.Context) error {
+	r.soft, r.cancelSoft = context.WithCancel(context.WithoutCancel(ctx))
+	r.hard, r.cancelHard = context.WithCancel(context.WithoutCancel(ctx))
+	if r.idlePoll == 0 {
+		r.idlePoll = time.Second
+	}
+	if err := os.MkdirAll(r.workRoot, 0o700); err != nil {
+		return fmt.Errorf("start runner: %w", err)
+	}
+	r.svc.mu.Lock()
+	for _, s := range r.slots {
+		r.svc.slots[s.GPUType]++
+	}
+	r.svc.mu.Unlock()
+	for _, s := range r.slots {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.loop(s)
+		}()
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.reapLoop()
+	}()
+	return nil
+}
+
+// Stop stops claiming, lets running jobs finish for up to grace, then
+// stops them and gives their jobs back to the queue. It is idempotent.
+func (r *runner) Stop(grace time.Duration) {
+	r.stopOnce.Do(func() {
+		r.cancelSoft()
+		done := make(chan struct{})
+		go func() { r.wg.Wait(); close(done) }()
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			r.log.Warn("grace period over: stopping the running jobs; they go back to the queue", "grace", grace)
+			r.cancelHard()
+			<-done
+		}
+		r.cancelHard()
+	})
+}
+
+func (r *runner) loop(slot Slot) {
+	log := r.log.With(logSlot, slot.ID)
+	req := queue.ClaimRequest{GPUType: slot.GPUType, Boot: r.svc.boot, TTL: r.svc.cfg.LeaseTTL,
+		AgePerSecond: r.svc.cfg.AgePerSecond, MaxRunningPerUser: r.svc.cfg.MaxRunningPerUser}
+	for r.soft.Err() == nil {
+		// Take the wake-up channel before claiming, so an enqueue between
+		// an empty claim and the wait is not missed.
+		wake := r.svc.wake.Wait()
+		l, err := r.svc.queue.Claim(r.soft, req)
+		if err == nil {
+			r.handle(log, slot, l)
+			if r.onJobDone != nil {
+				r.onJobDone()
+			}
+			continue
+		}
+		if !errors.Is(err, queue.ErrNoJob) && r.soft.Err() == nil {
+			log.Error("claim", "err", err)
+		}
+		t := time.NewTimer(r.idlePoll)
+		select {
+		case <-wake:
+		case <-t.C:
+		case <-r.soft.Done():
+		}
+		t.Stop()
+	}
+}
+
+// reapLoop requeues the jobs of expired leases and ends runs the queue gave
+// up on, every half lease.
+func (r *runner) reapLoop() {
+	t := time.NewTicker(r.svc.cfg.LeaseTTL / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.soft.Done():
+			return
+		case <-t.C:
+		}
+		if n, err := r.svc.queue.Reap(r.soft, r.svc.boot); err != nil {
+			r.log.Error("reap leases", "err", err)
+		} else if n > 0 {
+			r.log.Warn("requeued jobs whose lease expired", "jobs", n)
+			r.svc.wake.Fire()
+		}
+		if err := r.svc.reconcile(r.soft); err != nil && r.soft.Err() == nil {
+			r.log.Error("reconcile", "err", err)
+		}
+	}
+}
+
+// handle runs one leased job to its end. The store's run row is written
+// before the queue's job is finished; a crash between the two runs nothing
+// twice, because the next holder finds the run ended (StartRun).
+func (r *runner) handle(log *slog.Logger, slot Slot, l *queue.Lease) {
+	ctx := r.hard
+	log = log.With(logJob, l.ID)
+	var p jobPayload
+	if err := json.Unmarshal(l.Payload, &p); err != nil || p.Run == 0 {
+		log.Error("job without a run: failing it", "payload", string(l.Payload))
+		r.finishJob(log, l, queue.Failed, 0, "bad payload")
+		return
+	}
+	log = log.With(logRun, p.Run, logSubmission, p.Submission)
+	started, err := r.svc.store.StartRun(ctx, p.Run, l.Token, slot.ID)
+	if err != nil {
+		r.retry(log, l, p, err)
+		return
+	}
+	if !started {
+		// Ended already: cancelled, or stored before a crash.
+		r.finishJob(log, l, queue.Succeeded, 0, "")
+		return
+	}
+	if err := r.svc.queue.Start(ctx, l); err != nil {
+		log.Warn("start job", "err", err)
+		return
+	}
+	rc, err := r.svc.store.LoadRun(ctx, p.Run)
+	if err != nil {
+		r.retry(log, l, p, err)
+		return
+	}
+
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	var lost sync.Once
+	leaseLost := make(chan struct{})
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		t := time.NewTicker(r.svc.cfg.LeaseTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-t.C:
+			}
+			if err := r.svc.queue.Heartbeat(runCtx, l, r.svc.cfg.LeaseTTL); errors.Is(err, queue.ErrLeaseLost) {
+				log.Info("lease lost (cancelled or reaped): stopping the run")
+				lost.Do(func() { close(leaseLost) })
+				cancelRun()
+				return
+			} else if err != nil && runCtx.Err() == nil {
+				log.Warn("heartbeat", "err", err)
+			}
+		}
+	}()
+	begin := time.Now()
+	rep, evalErr := r.evaluate(runCtx, slot, rc)
+	wall := time.Since(begin)
+	cancelRun()
+	<-hbDone
+
+	select {
+	case <-leaseLost:
+		return // whoever took the lease owns the job's state now
+	default:
+	}
+	if evalErr != nil && r.hard.Err() != nil {
+		// Shutting down: the job did nothing wrong, give it back whole.
+		if err := r.svc.queue.Release(context.WithoutCancel(ctx), l, "daemon shut down during the run"); err != nil {
+			log.Warn("release job", "err", err)
+		}
+		return
+	}
+	if evalErr != nil {
+		r.retry(log, l, p, evalErr)
+		return
+	}
+	res := RunResult{Status: StatusDone, Passed: rep.Passed, Reason: rep.Reason}
+	if rep.Passed && rc.Run.Mode == string(problems.ModeLeaderboard) {
+		res.Score = rep.Score
+	}
+	res.Report, _ = json.Marshal(rep)
+	res.SystemInfo, _ = json.Marshal(map[string]any{"slot": slot.ID, "gpu": slot.GPUType, "device": slot.Device,
+		"python": r.python.Path, "torch": r.python.Torch, "kernelbox": version(), "wall_ns": wall})
+	if _, err := r.svc.store.FinishRun(context.WithoutCancel(ctx), p.Run, l.Token, res); err != nil {
+		log.Warn("store run result", "err", err)
+		return
+	}
+	log.Info("run finished", "passed", rep.Passed, "wall", wall.Round(time.Millisecond))
+	r.finishJob(log, l, queue.Succeeded, wall, "")
+}
+
+func (r *runner) finishJob(log *slog.Logger, l *queue.Lease, st queue.State, gpuTime time.Duration, why string) {
+	if err := r.svc.queue.Finish(context.WithoutCancel(r.hard), l, st, gpuTime, why); err != nil {
+		log.Warn("finish job", "err", err)
+	}
+}
+
+// retry hands an infrastructure failure back to the queue; with no
+// attempts left the run ends as an error (the user's code may be fine).
+func (r *runner) retry(log *slog.Logger, l *queue.Lease, p jobPayload, cause error) {
+	ctx := context.WithoutCancel(r.hard)
+	log.Error("run could not be carried out", "attempt", l.Attempts, "err", cause)
+	again, err := r.svc.queue.Retry(ctx, l, time.Second, cause.Error())
+	if err != nil {
+		log.Warn("retry job", "err", err)
+		return
+	}
+	if again {
+		_ = r.svc.store.AppendEvent(ctx, "run.retried", p.Submission, map[string]any{"run": p.Run, "attempt": l.Attempts})
+		return
+	}
+	res := RunResult{Status: runError, Reason: fmt.Sprintf("the box could not run it (%d attempts): %v", l.Attempts, cause)}
+	if _, err := r.svc.store.FinishRun(ctx, p.Run, l.Token, res); err != nil {
+		log.Warn("store failed run", "err", err)
+	}
+}
+
+// evaluate runs the harness for one run in a fresh work directory.
+func (r *runner) evaluate(ctx context.Context, slot Slot, rc *RunContext) (*problems.Report, error) {
+	t, err := r.svc.task(rc.Leaderboard)
+	if err != nil {
+		return nil, err
+	}
+	scratch, err := os.MkdirTemp(r.workRoot, fmt.Sprintf("run-%d-", rc.Run.ID))
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(scratch)
+	work := filepath.Join(scratch, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		return nil, err
+	}
+	mode := problems.Mode(rc.Run.Mode)
+	launcher, env := r.launch(slot, mode)
+	var seed *int64
+	if rc.Run.Secret {
+		seed = &rc.Leaderboard.SecretSeed
+	}
+	subID := rc.Submission.ID
+	return problems.Evaluate(ctx, launcher, t, problems.EvalOptions{
+		Mode: mode, Python: r.python.Path, Device: slot.Device, Seed: seed, Env: env, WorkDir: work,
+		Submission: rc.Code, OutputLimit: 64 << 10,
+		OnPhase: func(ph problems.Phase) {
+			ev := phaseEvent{Run: rc.Run.ID, Secret: rc.Run.Secret, Phase: ph.Name, Passed: ph.Passed, Reason: ph.Reason, Wall: ph.Wall}
+			if ph.Result != nil && !rc.Run.Secret {
+				ev.Tests = ph.Result.Tests
+				ev.Benchmarks = ph.Result.Benchmarks
+			}
+			if err := r.svc.store.AppendEvent(ctx, "run.phase", subID, ev); err != nil {
+				r.log.Warn("log phase", logRun, rc.Run.ID, "err", err)
+			}
+		},
+	})
+}
+
+// phaseEvent is the progress a watcher sees as each phase ends. A secret
+// run's cases are not shown: they would reveal the secret seed's inputs.
+type phaseEvent struct {
+	Run        int64                      `json:"run"`
+	Secret     bool                       `json:"secret"`
+	Phase      string                     `json:"phase"`
+	Passed     bool                       `json:"passed"`
+	Reason     string                     `json:"reason,omitempty"`
+	Wall       time.Duration              `json:"wall_ns"`
+	Tests      []problems.TestResult      `json:"tests,omitempty"`
+	Benchmarks []problems.BenchmarkResult `json:"benchmarks,omitempty"`
+}

@@ -1,0 +1,105 @@
+package appliance
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+)
+
+func serveCommand() *cli.Command {
+	d := DefaultConfig()
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "run the daemon: the queue, the runner and the API",
+		Description: "Flags override the config file, which overrides the defaults. On the first start the\n" +
+			"daemon creates the admin user and writes its token to DATA/admin-token (mode 0600).\n" +
+			"SIGTERM or SIGINT stops it gracefully; a second signal stops it at once.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "a YAML config file (see docs/api.md)", EnvVars: []string{"KERNELBOX_CONFIG"}},
+			&cli.StringFlag{Name: "data", Usage: "the data directory", Value: d.DataDir},
+			&cli.StringFlag{Name: "listen", Usage: "TCP address of the API (\"\" for the socket only)", Value: d.Listen},
+			&cli.StringFlag{Name: "socket", Usage: "unix socket for local admin (default DATA/kernelbox.sock; - for none)"},
+			&cli.IntFlag{Name: "cpu-slots", Usage: "CPU-backend runs at once (the cpu GPU type)", Value: d.CPUSlots},
+			&cli.DurationFlag{Name: "grace", Usage: "how long shutdown waits for running jobs", Value: d.Grace},
+			&cli.BoolFlag{Name: "no-sandbox", Usage: "run submissions without the sandbox (development only: they get the daemon's rights)"},
+			&cli.BoolFlag{Name: "no-library", Usage: "do not load the bundled problems"},
+			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error", Value: "info"},
+			pythonFlag,
+		},
+		Action: runServe,
+	}
+}
+
+// serveConfig builds the config: defaults, then the file, then the flags
+// that were set.
+func serveConfig(c *cli.Context) (Config, error) {
+	cfg := DefaultConfig()
+	if f := c.String("config"); f != "" {
+		if err := cfg.LoadConfigFile(f); err != nil {
+			return cfg, err
+		}
+	}
+	if c.IsSet("data") || cfg.DataDir == "" {
+		cfg.DataDir = c.String("data")
+	}
+	if abs, err := filepath.Abs(cfg.DataDir); err == nil {
+		cfg.DataDir = abs
+	}
+	if c.IsSet("listen") {
+		cfg.Listen = c.String("listen")
+	}
+	if c.IsSet("socket") {
+		cfg.Socket = c.String("socket")
+	}
+	if c.IsSet("cpu-slots") {
+		cfg.CPUSlots = c.Int("cpu-slots")
+	}
+	if c.IsSet("grace") {
+		cfg.Grace = c.Duration("grace")
+	}
+	if c.Bool("no-sandbox") {
+		cfg.Sandbox = false
+	}
+	if c.Bool("no-library") {
+		cfg.Library = false
+	}
+	if c.IsSet("python") {
+		cfg.Python = c.String("python")
+	}
+	return cfg, cfg.Validate()
+}
+
+func runServe(c *cli.Context) error {
+	cfg, err := serveConfig(c)
+	if err != nil {
+		return usageError("serve: %v", err)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
+		return usageError("serve: --log-level: %v", err)
+	}
+	log := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
+	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	d := NewDaemon(cfg, log)
+	if err := d.Start(ctx); err != nil {
+		return &ExitError{Code: ExitServer, Err: fmt.Errorf("serve: %w", err)}
+	}
+	fmt.Fprintf(c.App.Writer, "kernelbox %s serving on %s (data %s)\n", version(), d.Addr(), cfg.DataDir)
+	<-ctx.Done()
+	stop() // a second signal now ends the process the default way
+	log.Info("shutting down", "grace", cfg.Grace)
+	shutCtx, cancel := context.WithTimeout(context.Background(), cfg.Grace+10*time.Second)
+	defer cancel()
+	if err := d.Stop(shutCtx); err != nil {
+		return &ExitError{Code: ExitServer, Err: fmt.Errorf("serve: %w", err)}
+	}
+	log.Info("stopped")
+	return nil
+}

@@ -1,0 +1,470 @@
+package appliance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"kernelbox/problems"
+	"kernelbox/queue"
+)
+
+// Attribute keys of the daemon's logs.
+const (
+	logSubmission = "submission"
+	logRun        = "run"
+	logJob        = "job"
+	logSlot       = "slot"
+	logUser       = "user"
+)
+
+// broadcast wakes every waiter at once: Wait returns a channel that the
+// next Fire closes.
+type broadcast struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func newBroadcast() *broadcast { return &broadcast{ch: make(chan struct{})} }
+
+func (b *broadcast) Wait() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ch
+}
+
+func (b *broadcast) Fire() {
+	b.mu.Lock()
+	close(b.ch)
+	b.ch = make(chan struct{})
+	b.mu.Unlock()
+}
+
+// jobPayload is what a queue job carries: the run it evaluates.
+type jobPayload struct {
+	Run        int64 `json:"run"`
+	Submission int64 `json:"submission"`
+}
+
+func runKey(runID int64) string { return fmt.Sprintf("run:%d", runID) }
+
+// Service is the daemon's logic between the API and the runner: it checks
+// and accepts submissions, answers queries, and keeps the appliance's
+// store and the queue in step.
+type Service struct {
+	cfg    Config
+	store  *Store
+	queue  *queue.Store
+	log    *slog.Logger
+	now    func() time.Time
+	boot   string
+	wake   *broadcast // fired when jobs are enqueued
+	health []string   // why the box cannot take submissions; empty when it can
+	// draining is set at shutdown: submissions are refused from then on.
+	draining atomic.Bool
+
+	mu    sync.Mutex
+	slots map[string]int // GPU type -> slots the runner serves
+	tasks map[string]*problems.Task
+}
+
+func newService(cfg Config, st *Store, q *queue.Store, log *slog.Logger, now func() time.Time, boot string) *Service {
+	return &Service{cfg: cfg, store: st, queue: q, log: log, now: now, boot: boot, wake: newBroadcast(),
+		slots: map[string]int{}, tasks: map[string]*problems.Task{}}
+}
+
+// task loads (and caches) a leaderboard's problem.
+func (s *Service) task(lb *Leaderboard) (*problems.Task, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.tasks[lb.ProblemDir]; ok {
+		return t, nil
+	}
+	t, err := problems.LoadTask(lb.ProblemDir)
+	if err != nil {
+		return nil, fmt.Errorf("leaderboard %s: %w", lb.Name, err)
+	}
+	s.tasks[lb.ProblemDir] = t
+	return t, nil
+}
+
+// gpuTypes lists the GPU types the runner serves.
+func (s *Service) gpuTypes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for g, n := range s.slots {
+		if n > 0 {
+			out = append(out, g)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (s *Service) slotCount(gpuType string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.slots[gpuType]
+}
+
+// SubmitRequest is one upload. Empty Leaderboard and GPU are read from the
+// file's #!POPCORN directives.
+type SubmitRequest struct {
+	Leaderboard string
+	GPU         string
+	Mode        string
+	FileName    string
+	Code        []byte
+}
+
+// Submit checks a submission against every rule, stores it and enqueues its
+// jobs. The order of checks is the order a contestant can fix them in.
+func (s *Service) Submit(ctx context.Context, u *User, req SubmitRequest) (*Submission, error) {
+	if s.draining.Load() {
+		return nil, Errorf(CodeUnavailable, "the box is shutting down; submit again when it is back")
+	}
+	if len(s.health) > 0 {
+		return nil, Errorf(CodeUnavailable, "this box cannot evaluate submissions now: %s", strings.Join(s.health, "; "))
+	}
+	if u.Banned {
+		return nil, Errorf(CodeForbidden, "user %s is banned from submitting", u.Name)
+	}
+	if int64(len(req.Code)) > s.cfg.MaxUploadBytes {
+		return nil, Errorf(CodeTooLarge, "the file is %d bytes, more than the %d allowed", len(req.Code), s.cfg.MaxUploadBytes)
+	}
+	if len(req.Code) == 0 {
+		return nil, Errorf(CodeInvalid, "the file is empty")
+	}
+	if !utf8.Valid(req.Code) {
+		return nil, Errorf(CodeInvalid, "the file is not UTF-8 text")
+	}
+	dir, err := problems.ParseDirectives(req.Code)
+	if err != nil {
+		return nil, Errorf(CodeInvalid, "%v", err)
+	}
+	lbName := req.Leaderboard
+	switch {
+	case lbName == "":
+		lbName = dir.Leaderboard
+	case dir.Leaderboard != "" && dir.Leaderboard != lbName:
+		return nil, Errorf(CodeInvalid, "the file's #!POPCORN leaderboard is %s but --leaderboard is %s", dir.Leaderboard, lbName)
+	}
+	if lbName == "" {
+		return nil, Errorf(CodeInvalid, "no leaderboard: pass --leaderboard or put `#!POPCORN leaderboard NAME` in the file")
+	}
+	mode, err := problems.ParseMode(req.Mode)
+	if err != nil {
+		return nil, Errorf(CodeInvalid, "%v", err)
+	}
+	lb, err := s.store.Leaderboard(ctx, lbName)
+	if err != nil {
+		return nil, err
+	}
+	if lb.Visibility == VisibilityClosed && !u.Role.staff() {
+		ok, err := s.store.IsMember(ctx, lb.ID, u.ID)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, Errorf(CodeForbidden, "leaderboard %s is closed: it takes submissions from invited users only (`kernelbox join CODE`)", lb.Name)
+		}
+	}
+	if lb.Ended(s.now()) && !u.Role.staff() {
+		return nil, Errorf(CodeForbidden, "leaderboard %s closed at its deadline, %s", lb.Name, lb.Deadline.Format(time.RFC3339))
+	}
+	gpu, err := s.pickGPU(lb, req.GPU, dir.GPUs)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.task(lb)
+	if err != nil {
+		return nil, err
+	}
+	want := t.SubmissionFile()
+	if req.FileName == "" {
+		req.FileName = "submission" + filepath.Ext(want)
+	}
+	if filepath.Ext(req.FileName) != filepath.Ext(want) {
+		return nil, Errorf(CodeInvalid, "leaderboard %s takes a %s file, got %s", lb.Name, filepath.Ext(want), req.FileName)
+	}
+	category := CategoryRanked
+	if mode == problems.ModeTest {
+		category = CategoryTest
+	}
+	if err := s.checkRate(ctx, lb, u, category); err != nil {
+		return nil, err
+	}
+	runs := 1
+	if mode == problems.ModeLeaderboard {
+		runs = 2
+	}
+	load, err := s.queue.UserLoad(ctx, u.Name)
+	if err != nil {
+		return nil, err
+	}
+	if load.Queued+runs > s.cfg.MaxQueuedPerUser {
+		return nil, Errorf(CodeExhausted, "you have %d jobs waiting, and the cap is %d: wait for some to finish", load.Queued, s.cfg.MaxQueuedPerUser)
+	}
+	sub, err := s.store.CreateSubmission(ctx, NewSubmission{Leaderboard: lb, User: u, FileName: filepath.Base(req.FileName),
+		Code: req.Code, GPUType: gpu, Mode: string(mode), Category: category, Secret: mode == problems.ModeLeaderboard})
+	if err != nil {
+		return nil, err
+	}
+	// From here the submission is accepted: if enqueueing fails, the
+	// reconciler enqueues its runs at the next start or sweep.
+	if err := s.enqueue(ctx, sub.ID, u.Name, category, sub.Runs); err != nil {
+		s.log.Error("enqueue accepted submission; the reconciler will retry", logSubmission, sub.ID, "err", err)
+	}
+	s.log.Info("submission accepted", logSubmission, sub.ID, logUser, u.Name, "leaderboard", lb.Name, "gpu", gpu, "mode", mode)
+	return sub, nil
+}
+
+// pickGPU resolves the GPU type: the flag, else the directive's first one
+// the box serves, else the only type both the leaderboard and the box have.
+func (s *Service) pickGPU(lb *Leaderboard, flag string, directive []string) (string, error) {
+	served := s.gpuTypes()
+	var both []string
+	for _, g := range lb.GPUs {
+		if slices.Contains(served, g) {
+			both = append(both, g)
+		}
+	}
+	gpu := flag
+	if gpu == "" {
+		for _, g := range directive {
+			if slices.Contains(both, g) {
+				gpu = g
+				break
+			}
+		}
+	}
+	if gpu == "" {
+		if len(both) == 1 {
+			return both[0], nil
+		}
+		if len(both) == 0 {
+			return "", Errorf(CodeUnavailable, "leaderboard %s ranks on %s, and this box has none of them (it has %s)",
+				lb.Name, strings.Join(lb.GPUs, ", "), strings.Join(served, ", "))
+		}
+		return "", Errorf(CodeInvalid, "pick a GPU with --gpu: leaderboard %s runs here on %s", lb.Name, strings.Join(both, ", "))
+	}
+	if !lb.OffersGPU(gpu) {
+		return "", Errorf(CodeInvalid, "leaderboard %s does not rank on %s (it ranks on %s)", lb.Name, gpu, strings.Join(lb.GPUs, ", "))
+	}
+	if s.slotCount(gpu) == 0 {
+		return "", Errorf(CodeUnavailable, "this box has no %s GPU (it has %s)", gpu, strings.Join(served, ", "))
+	}
+	return gpu, nil
+}
+
+func (s *Service) checkRate(ctx context.Context, lb *Leaderboard, u *User, category string) error {
+	if u.Role.staff() {
+		return nil
+	}
+	limit, ok := lb.RateLimits[category]
+	if !ok {
+		limit = s.cfg.RateLimits[category]
+	}
+	if limit <= 0 {
+		return nil
+	}
+	n, err := s.store.CountSubmissions(ctx, lb.ID, u.ID, category, s.now().Add(-time.Hour))
+	if err != nil {
+		return err
+	}
+	if n >= limit {
+		return Errorf(CodeExhausted, "rate limit: %d %s submissions per hour to %s, and you have made %d in the last hour", limit, category, lb.Name, n)
+	}
+	return nil
+}
+
+// enqueue puts each run's job in the queue under its idempotent key.
+func (s *Service) enqueue(ctx context.Context, subID int64, user, category string, runs []RunRecord) error {
+	class := queue.ClassRanked
+	if category == CategoryTest {
+		class = queue.ClassTest
+	}
+	var jobs []queue.NewJob
+	for _, r := range runs {
+		p, err := json.Marshal(jobPayload{Run: r.ID, Submission: subID})
+		if err != nil {
+			return err
+		}
+		jobs = append(jobs, queue.NewJob{Class: class, User: user, GPUType: r.GPUType, Payload: p, Key: runKey(r.ID)})
+	}
+	ids, err := s.queue.Enqueue(ctx, jobs...)
+	if err != nil {
+		return err
+	}
+	for i, r := range runs {
+		if err := s.store.SetRunJob(ctx, r.ID, ids[i]); err != nil {
+			return err
+		}
+	}
+	s.wake.Fire()
+	return nil
+}
+
+// reconcile brings the store and the queue back in step after a crash: a
+// run without a job gets one, and a run whose job the queue gave up on
+// (attempts spent, or cancelled) is ended with it.
+func (s *Service) reconcile(ctx context.Context) error {
+	open, err := s.store.OpenRuns(ctx)
+	if err != nil {
+		return err
+	}
+	for _, o := range open {
+		if o.JobID == 0 {
+			cat := CategoryRanked
+			if o.Mode == string(problems.ModeTest) {
+				cat = CategoryTest
+			}
+			if err := s.enqueue(ctx, o.SubmissionID, o.User, cat, []RunRecord{{ID: o.RunID, GPUType: o.GPUType}}); err != nil {
+				return fmt.Errorf("reconcile run %d: %w", o.RunID, err)
+			}
+			s.log.Warn("enqueued a run that had no job", logRun, o.RunID, logSubmission, o.SubmissionID)
+			continue
+		}
+		j, err := s.queue.Get(ctx, o.JobID)
+		if errors.Is(err, queue.ErrNotFound) {
+			return fmt.Errorf("reconcile run %d: its job %d is missing from the queue database", o.RunID, o.JobID)
+		}
+		if err != nil {
+			return fmt.Errorf("reconcile run %d: %w", o.RunID, err)
+		}
+		if !j.Final() {
+			continue
+		}
+		status, reason := runError, fmt.Sprintf("the box could not run it after %d attempts: %s", j.Attempts, j.Error)
+		if j.State == queue.Cancelled {
+			status, reason = StatusCancelled, "cancelled"
+		}
+		if err := s.store.FailRun(ctx, o.RunID, status, reason); err != nil {
+			return fmt.Errorf("reconcile run %d: %w", o.RunID, err)
+		}
+		s.log.Warn("ended a run whose job had ended", logRun, o.RunID, logJob, j.ID, "state", j.State)
+	}
+	return nil
+}
+
+// Cancel cancels a queued or running submission.
+func (s *Service) Cancel(ctx context.Context, u *User, id int64) (*Submission, error) {
+	sub, err := s.visibleSubmission(ctx, u, id)
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := s.store.CancelSubmission(ctx, sub.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, j := range jobs {
+		// A running job's holder sees ErrLeaseLost at its next heartbeat
+		// and stops the sandbox.
+		if err := s.queue.Cancel(ctx, j); err != nil {
+			return nil, err
+		}
+	}
+	return s.store.Submission(ctx, id)
+}
+
+// visibleSubmission returns the submission if u may see it: its owner or staff.
+func (s *Service) visibleSubmission(ctx context.Context, u *User, id int64) (*Submission, error) {
+	sub, err := s.store.Submission(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if sub.User != u.Name && !u.Role.staff() {
+		return nil, Errorf(CodeNotFound, "no submission %d", id) // not "forbidden": ids are not a secret, but their owners are
+	}
+	return sub, nil
+}
+
+// QueueStatus is what `kernelbox queue` shows.
+type QueueStatus struct {
+	GPUs []GPUQueue `json:"gpus"`
+	Mine []MyJob    `json:"mine"`
+}
+
+// GPUQueue is one GPU type's line.
+type GPUQueue struct {
+	GPUType string        `json:"gpu"`
+	Slots   int           `json:"slots"`
+	Queued  int           `json:"queued"`
+	Running int           `json:"running"`
+	MeanRun time.Duration `json:"mean_run_ns"`
+}
+
+// MyJob is one of the caller's unfinished runs.
+type MyJob struct {
+	Submission int64         `json:"submission"`
+	Run        int64         `json:"run"`
+	GPUType    string        `json:"gpu"`
+	State      string        `json:"state"`
+	Position   int           `json:"position"` // 0: next; only when queued
+	ETA        time.Duration `json:"eta_ns"`   // until it starts, from recent run times
+}
+
+// Queue reports depth per GPU type and where the user's jobs stand.
+func (s *Service) Queue(ctx context.Context, u *User) (*QueueStatus, error) {
+	depth, err := s.queue.Depth(ctx)
+	if err != nil {
+		return nil, err
+	}
+	running, err := s.queue.Running(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st := &QueueStatus{GPUs: []GPUQueue{}, Mine: []MyJob{}}
+	means := map[string]time.Duration{}
+	types := s.gpuTypes()
+	for g := range depth {
+		if !slices.Contains(types, g) {
+			types = append(types, g)
+		}
+	}
+	sort.Strings(types)
+	for _, g := range types {
+		mean, err := s.queue.MeanRunTime(ctx, g, 20)
+		if err != nil {
+			return nil, err
+		}
+		means[g] = mean
+		st.GPUs = append(st.GPUs, GPUQueue{GPUType: g, Slots: s.slotCount(g), Queued: depth[g], Running: running[g], MeanRun: mean})
+	}
+	open, err := s.store.OpenRuns(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range open {
+		if o.User != u.Name || o.JobID == 0 {
+			continue
+		}
+		j, err := s.queue.Get(ctx, o.JobID)
+		if err != nil {
+			return nil, err
+		}
+		mj := MyJob{Submission: o.SubmissionID, Run: o.RunID, GPUType: o.GPUType, State: string(j.State)}
+		if pos, ok, err := s.queue.Position(ctx, j.ID, s.cfg.AgePerSecond); err != nil {
+			return nil, err
+		} else if ok {
+			mj.Position = pos
+			if n := s.slotCount(o.GPUType); n > 0 {
+				// Everyone ahead, plus the runs now going, shared by the slots.
+				mj.ETA = means[o.GPUType] * time.Duration(pos+running[o.GPUType]) / time.Duration(n)
+			}
+		}
+		st.Mine = append(st.Mine, mj)
+	}
+	return st, nil
+}

@@ -1,0 +1,514 @@
+package appliance
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"kernelbox/queue"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Store is the appliance's database: users, tokens, invites, leaderboards,
+// submissions, runs and the event log. The queue's jobs live in another
+// file, so the two are tied by idempotent keys ("run:ID"), not by one
+// transaction; see Service.reconcile.
+type Store struct {
+	db  *sql.DB
+	now func() time.Time
+
+	// changed is closed and replaced whenever an event is appended, so
+	// long-polling watchers wake without a goroutine or a timer each.
+	mu      sync.Mutex
+	changed chan struct{}
+}
+
+// OpenStore opens (creating if needed) the database at path.
+func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, error) {
+	db, err := queue.OpenSQLite(ctx, path, migrations, "migrations")
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{db: db, now: now, changed: make(chan struct{})}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Role is what a user may do.
+type Role string
+
+// The roles.
+const (
+	RoleAdmin      Role = "admin"      // everything, including other admins
+	RoleOrganiser  Role = "organiser"  // problems, leaderboards, invites, reviews, contestants
+	RoleContestant Role = "contestant" // submit and read
+)
+
+// ParseRole checks a role name.
+func ParseRole(s string) (Role, error) {
+	switch r := Role(s); r {
+	case RoleAdmin, RoleOrganiser, RoleContestant:
+		return r, nil
+	}
+	return "", Errorf(CodeInvalid, "role %q: want admin, organiser or contestant", s)
+}
+
+// staff reports whether the role may run organiser commands.
+func (r Role) staff() bool { return r == RoleAdmin || r == RoleOrganiser }
+
+// User is an account.
+type User struct {
+	ID      int64     `json:"-"`
+	Name    string    `json:"name"`
+	Role    Role      `json:"role"`
+	Banned  bool      `json:"banned"`
+	Created time.Time `json:"created"`
+}
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func nullMS(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMilli()
+}
+
+func fromMS(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return time.UnixMilli(v.Int64).UTC()
+}
+
+// newSecret returns a random token with a readable prefix ("kb_" for API
+// tokens, "inv_" for invites) and the hash the store keeps instead.
+func newSecret(prefix string) (secret, hash string, err error) {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", err
+	}
+	secret = prefix + hex.EncodeToString(b)
+	return secret, hashSecret(secret), nil
+}
+
+func hashSecret(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+func isUnique(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
+}
+
+// validName keeps user and leaderboard names safe in URLs, paths and logs.
+func validName(kind, name string) error {
+	if name == "" || len(name) > 64 {
+		return Errorf(CodeInvalid, "%s name %q: want 1 to 64 characters", kind, name)
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return Errorf(CodeInvalid, "%s name %q: use letters, digits, '-', '_' and '.' only", kind, name)
+		}
+	}
+	return nil
+}
+
+// CreateUser adds a user and returns it with its first API token.
+func (s *Store) CreateUser(ctx context.Context, name string, role Role) (*User, string, error) {
+	if err := validName("user", name); err != nil {
+		return nil, "", err
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, "", fmt.Errorf("create user %s: %w", name, err)
+	}
+	defer tx.Rollback()
+	u, token, err := createUser(ctx, tx, s.now(), name, role)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := appendEvent(ctx, tx, s.now(), "user.created", u.ID, 0, map[string]any{"name": name, "role": role}); err != nil {
+		return nil, "", err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, "", fmt.Errorf("create user %s: %w", name, err)
+	}
+	s.notify()
+	return u, token, nil
+}
+
+func createUser(ctx context.Context, tx *sql.Tx, now time.Time, name string, role Role) (*User, string, error) {
+	u := &User{Name: name, Role: role, Created: now.UTC()}
+	err := tx.QueryRowContext(ctx, `INSERT INTO users (name, role, created_ms) VALUES (?, ?, ?) RETURNING id`,
+		name, role, ms(now)).Scan(&u.ID)
+	if isUnique(err) {
+		return nil, "", Errorf(CodeConflict, "user %s already exists", name)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("create user %s: %w", name, err)
+	}
+	token, err := insertToken(ctx, tx, now, u.ID, "first")
+	if err != nil {
+		return nil, "", fmt.Errorf("create user %s: %w", name, err)
+	}
+	return u, token, nil
+}
+
+func insertToken(ctx context.Context, tx *sql.Tx, now time.Time, userID int64, label string) (string, error) {
+	token, hash, err := newSecret("kb_")
+	if err != nil {
+		return "", err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO tokens (hash, user_id, label, created_ms) VALUES (?, ?, ?, ?)`,
+		hash, userID, label, ms(now)); err != nil {
+		return "", err
+	}
+	return token, nil
+}
+
+// IssueToken gives the named user one more API token. With revokeOthers,
+// the user's earlier tokens stop working (a leaked token).
+func (s *Store) IssueToken(ctx context.Context, name string, revokeOthers bool) (string, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return "", fmt.Errorf("issue token for %s: %w", name, err)
+	}
+	defer tx.Rollback()
+	u, err := userByName(ctx, tx, name)
+	if err != nil {
+		return "", err
+	}
+	if revokeOthers {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM tokens WHERE user_id = ?`, u.ID); err != nil {
+			return "", fmt.Errorf("issue token for %s: %w", name, err)
+		}
+	}
+	token, err := insertToken(ctx, tx, s.now(), u.ID, "issued")
+	if err != nil {
+		return "", fmt.Errorf("issue token for %s: %w", name, err)
+	}
+	if err := appendEvent(ctx, tx, s.now(), "token.issued", u.ID, 0, map[string]any{"revoked_others": revokeOthers}); err != nil {
+		return "", err
+	}
+	if err := tx.Commit(); err != nil {
+		return "", fmt.Errorf("issue token for %s: %w", name, err)
+	}
+	return token, nil
+}
+
+// Authenticate returns the user a token belongs to.
+func (s *Store) Authenticate(ctx context.Context, token string) (*User, error) {
+	if token == "" {
+		return nil, Errorf(CodeUnauthorized, "no API token: log in with `kernelbox login --server URL --token T` or set KERNELBOX_TOKEN")
+	}
+	u, err := scanUser(s.db.QueryRowContext(ctx, `SELECT u.id, u.name, u.role, u.banned, u.created_ms
+		FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?`, hashSecret(token)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, Errorf(CodeUnauthorized, "the API token is not valid (revoked, mistyped, or for another server)")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("authenticate: %w", err)
+	}
+	return u, nil
+}
+
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func scanUser(row *sql.Row) (*User, error) {
+	var u User
+	var created int64
+	if err := row.Scan(&u.ID, &u.Name, &u.Role, &u.Banned, &created); err != nil {
+		return nil, err
+	}
+	u.Created = time.UnixMilli(created).UTC()
+	return &u, nil
+}
+
+func userByName(ctx context.Context, q queryer, name string) (*User, error) {
+	u, err := scanUser(q.QueryRowContext(ctx, `SELECT id, name, role, banned, created_ms FROM users WHERE name = ?`, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, Errorf(CodeNotFound, "no user %s", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get user %s: %w", name, err)
+	}
+	return u, nil
+}
+
+// User returns the named user.
+func (s *Store) User(ctx context.Context, name string) (*User, error) {
+	return userByName(ctx, s.db, name)
+}
+
+// Users lists every user by name.
+func (s *Store) Users(ctx context.Context) ([]User, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, name, role, banned, created_ms FROM users ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list users: %w", err)
+	}
+	defer rows.Close()
+	var out []User
+	for rows.Next() {
+		var u User
+		var created int64
+		if err := rows.Scan(&u.ID, &u.Name, &u.Role, &u.Banned, &created); err != nil {
+			return nil, fmt.Errorf("list users: %w", err)
+		}
+		u.Created = time.UnixMilli(created).UTC()
+		out = append(out, u)
+	}
+	return out, rows.Err()
+}
+
+// SetBanned bans or unbans a user. A banned user's token still
+// authenticates (so they are told why), but they cannot submit and their
+// entries leave the rankings.
+func (s *Store) SetBanned(ctx context.Context, name string, banned bool) error {
+	return s.update(ctx, "ban "+name, func(tx *sql.Tx) error {
+		u, err := userByName(ctx, tx, name)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE users SET banned = ? WHERE id = ?`, banned, u.ID); err != nil {
+			return err
+		}
+		return appendEvent(ctx, tx, s.now(), "user.banned", u.ID, 0, map[string]any{"banned": banned})
+	})
+}
+
+// update runs fn in a write transaction and wakes watchers after it.
+func (s *Store) update(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			return err
+		}
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	s.notify()
+	return nil
+}
+
+// Invite is what an organiser creates to let people register.
+type Invite struct {
+	Role         Role      `json:"role"`
+	Uses         int       `json:"uses"`
+	Expires      time.Time `json:"expires,omitzero"`
+	Leaderboards []string  `json:"leaderboards"`
+}
+
+// CreateInvite stores an invite and returns its code (shown once).
+func (s *Store) CreateInvite(ctx context.Context, inv Invite) (string, error) {
+	if inv.Role == "" {
+		inv.Role = RoleContestant
+	}
+	if inv.Role == RoleAdmin {
+		return "", Errorf(CodeInvalid, "invites cannot make admins; use `kernelbox admin users add NAME --role admin`")
+	}
+	if inv.Uses <= 0 {
+		inv.Uses = 1
+	}
+	code, hash, err := newSecret("inv_")
+	if err != nil {
+		return "", err
+	}
+	err = s.update(ctx, "create invite", func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO invites (hash, role, uses_left, expires_ms, created_ms) VALUES (?, ?, ?, ?, ?)`,
+			hash, inv.Role, inv.Uses, nullMS(inv.Expires), ms(s.now())); err != nil {
+			return err
+		}
+		for _, name := range inv.Leaderboards {
+			lb, err := leaderboardByName(ctx, tx, name)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO invite_scopes (invite_hash, leaderboard_id) VALUES (?, ?)`, hash, lb.ID); err != nil {
+				return err
+			}
+		}
+		return appendEvent(ctx, tx, s.now(), "invite.created", 0, 0, inv)
+	})
+	if err != nil {
+		return "", err
+	}
+	return code, nil
+}
+
+// Register redeems an invite: it creates the user, makes them a member of
+// the invite's leaderboards and returns their token, in one transaction.
+func (s *Store) Register(ctx context.Context, code, name string) (*User, string, error) {
+	if err := validName("user", name); err != nil {
+		return nil, "", err
+	}
+	var u *User
+	var token string
+	err := s.update(ctx, "register "+name, func(tx *sql.Tx) error {
+		hash := hashSecret(code)
+		var role Role
+		var uses int
+		var expires sql.NullInt64
+		err := tx.QueryRowContext(ctx, `SELECT role, uses_left, expires_ms FROM invites WHERE hash = ?`, hash).Scan(&role, &uses, &expires)
+		if errors.Is(err, sql.ErrNoRows) {
+			return Errorf(CodeUnauthorized, "the invite code is not valid")
+		}
+		if err != nil {
+			return err
+		}
+		if uses <= 0 || (expires.Valid && expires.Int64 < ms(s.now())) {
+			return Errorf(CodeForbidden, "the invite code has been used up or has expired")
+		}
+		if u, token, err = createUser(ctx, tx, s.now(), name, role); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE invites SET uses_left = uses_left - 1 WHERE hash = ?`, hash); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO members (leaderboard_id, user_id)
+			SELECT leaderboard_id, ? FROM invite_scopes WHERE invite_hash = ?`, u.ID, hash); err != nil {
+			return err
+		}
+		return appendEvent(ctx, tx, s.now(), "user.registered", u.ID, 0, map[string]any{"name": name, "role": role})
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return u, token, nil
+}
+
+// Join redeems an invite for an existing user: membership of its
+// leaderboards, without a new account.
+func (s *Store) Join(ctx context.Context, code string, u *User) ([]string, error) {
+	var names []string
+	err := s.update(ctx, "join", func(tx *sql.Tx) error {
+		hash := hashSecret(code)
+		var uses int
+		var expires sql.NullInt64
+		err := tx.QueryRowContext(ctx, `SELECT uses_left, expires_ms FROM invites WHERE hash = ?`, hash).Scan(&uses, &expires)
+		if errors.Is(err, sql.ErrNoRows) {
+			return Errorf(CodeUnauthorized, "the invite code is not valid")
+		}
+		if err != nil {
+			return err
+		}
+		if uses <= 0 || (expires.Valid && expires.Int64 < ms(s.now())) {
+			return Errorf(CodeForbidden, "the invite code has been used up or has expired")
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE invites SET uses_left = uses_left - 1 WHERE hash = ?`, hash); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `INSERT INTO members (leaderboard_id, user_id)
+			SELECT leaderboard_id, ? FROM invite_scopes WHERE invite_hash = ? ON CONFLICT DO NOTHING
+			RETURNING (SELECT name FROM leaderboards l WHERE l.id = leaderboard_id)`, u.ID, hash)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var n string
+			if err := rows.Scan(&n); err != nil {
+				rows.Close()
+				return err
+			}
+			names = append(names, n)
+		}
+		rows.Close()
+		return appendEvent(ctx, tx, s.now(), "user.joined", u.ID, 0, map[string]any{"leaderboards": names})
+	})
+	return names, err
+}
+
+// Event is one entry of the append-only log.
+type Event struct {
+	ID         int64           `json:"id"`
+	At         time.Time       `json:"at"`
+	Kind       string          `json:"kind"`
+	Submission int64           `json:"submission,omitempty"`
+	Data       json.RawMessage `json:"data"`
+}
+
+func appendEvent(ctx context.Context, tx *sql.Tx, now time.Time, kind string, userID, subID int64, data any) error {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("event %s: %w", kind, err)
+	}
+	var uid, sid any
+	if userID != 0 {
+		uid = userID
+	}
+	if subID != 0 {
+		sid = subID
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO events (at_ms, kind, user_id, submission_id, data) VALUES (?, ?, ?, ?, ?)`,
+		ms(now), kind, uid, sid, string(b)); err != nil {
+		return fmt.Errorf("event %s: %w", kind, err)
+	}
+	return nil
+}
+
+// AppendEvent logs an event outside any other change.
+func (s *Store) AppendEvent(ctx context.Context, kind string, subID int64, data any) error {
+	return s.update(ctx, "log "+kind, func(tx *sql.Tx) error {
+		return appendEvent(ctx, tx, s.now(), kind, 0, subID, data)
+	})
+}
+
+func (s *Store) notify() {
+	s.mu.Lock()
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// Changed returns a channel that is closed at the next change.
+func (s *Store) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
+
+// SubmissionEvents returns the submission's events after the given id.
+func (s *Store) SubmissionEvents(ctx context.Context, subID, after int64) ([]Event, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, at_ms, kind, data FROM events WHERE submission_id = ? AND id > ? ORDER BY id LIMIT 500`, subID, after)
+	if err != nil {
+		return nil, fmt.Errorf("events of submission %d: %w", subID, err)
+	}
+	defer rows.Close()
+	out := []Event{}
+	for rows.Next() {
+		e := Event{Submission: subID}
+		var at int64
+		var data string
+		if err := rows.Scan(&e.ID, &at, &e.Kind, &data); err != nil {
+			return nil, fmt.Errorf("events of submission %d: %w", subID, err)
+		}
+		e.At = time.UnixMilli(at).UTC()
+		e.Data = json.RawMessage(data)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,563 @@
+package appliance
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Submission statuses. done means evaluated (passed or not); failed means
+// the box could not evaluate it, after its retries.
+const (
+	StatusQueued    = "queued"
+	StatusRunning   = "running"
+	StatusDone      = "done"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+)
+
+// runError is the status of a run the box could not carry out.
+const runError = "error"
+
+// Submission is one uploaded file and what became of it.
+type Submission struct {
+	ID          int64       `json:"id"`
+	Leaderboard string      `json:"leaderboard"`
+	User        string      `json:"user"`
+	FileName    string      `json:"file_name"`
+	SHA256      string      `json:"sha256"`
+	GPUType     string      `json:"gpu"`
+	Mode        string      `json:"mode"`
+	Category    string      `json:"category"`
+	Status      string      `json:"status"`
+	Passed      bool        `json:"passed"`
+	Score       *float64    `json:"score"`
+	Reason      string      `json:"reason,omitempty"`
+	Hacked      bool        `json:"hacked,omitempty"`
+	Created     time.Time   `json:"created"`
+	Finished    time.Time   `json:"finished,omitzero"`
+	Runs        []RunRecord `json:"runs,omitempty"`
+
+	userID, leaderboardID int64
+}
+
+// RunRecord is one evaluation of a submission: its public run, or its secret twin.
+type RunRecord struct {
+	ID         int64           `json:"id"`
+	Secret     bool            `json:"secret"`
+	Mode       string          `json:"mode"`
+	JobID      int64           `json:"job,omitempty"`
+	Status     string          `json:"status"`
+	GPUType    string          `json:"gpu"`
+	GPUID      string          `json:"gpu_id,omitempty"`
+	Attempts   int             `json:"attempts"`
+	Passed     bool            `json:"passed"`
+	Score      *float64        `json:"score"`
+	Reason     string          `json:"reason,omitempty"`
+	Report     json.RawMessage `json:"report,omitempty"`
+	SystemInfo json.RawMessage `json:"system_info,omitempty"`
+	Telemetry  json.RawMessage `json:"telemetry,omitempty"`
+	Profile    string          `json:"profile,omitempty"`
+	Started    time.Time       `json:"started,omitzero"`
+	Finished   time.Time       `json:"finished,omitzero"`
+
+	submissionID int64
+}
+
+func (r *RunRecord) final() bool {
+	switch r.Status {
+	case StatusDone, StatusFailed, StatusCancelled, runError:
+		return true
+	}
+	return false
+}
+
+// NewSubmission is what the submit path stores.
+type NewSubmission struct {
+	Leaderboard *Leaderboard
+	User        *User
+	FileName    string
+	Code        []byte
+	GPUType     string
+	Mode        string
+	Category    string
+	// Secret asks for the secret-seed twin run (leaderboard mode).
+	Secret bool
+}
+
+// CreateSubmission stores the code (once per content), the submission and
+// its runs, and logs it, in one transaction.
+func (s *Store) CreateSubmission(ctx context.Context, ns NewSubmission) (*Submission, error) {
+	sum := sha256.Sum256(ns.Code)
+	sha := hex.EncodeToString(sum[:])
+	now := s.now()
+	sub := &Submission{Leaderboard: ns.Leaderboard.Name, User: ns.User.Name, FileName: ns.FileName, SHA256: sha,
+		GPUType: ns.GPUType, Mode: ns.Mode, Category: ns.Category, Status: StatusQueued, Created: now.UTC(),
+		userID: ns.User.ID, leaderboardID: ns.Leaderboard.ID}
+	err := s.update(ctx, "store submission", func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO code (sha256, data, size) VALUES (?, ?, ?)`, sha, ns.Code, len(ns.Code)); err != nil {
+			return err
+		}
+		err := tx.QueryRowContext(ctx, `INSERT INTO submissions (leaderboard_id, user_id, file_name, code_sha256, gpu_type, mode, category, created_ms)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			ns.Leaderboard.ID, ns.User.ID, ns.FileName, sha, ns.GPUType, ns.Mode, ns.Category, ms(now)).Scan(&sub.ID)
+		if err != nil {
+			return err
+		}
+		secrets := []bool{false}
+		if ns.Secret {
+			secrets = append(secrets, true)
+		}
+		for _, secret := range secrets {
+			r := RunRecord{Secret: secret, Mode: ns.Mode, Status: StatusQueued, GPUType: ns.GPUType, submissionID: sub.ID}
+			if err := tx.QueryRowContext(ctx, `INSERT INTO runs (submission_id, secret, mode, gpu_type) VALUES (?, ?, ?, ?) RETURNING id`,
+				sub.ID, secret, ns.Mode, ns.GPUType).Scan(&r.ID); err != nil {
+				return err
+			}
+			sub.Runs = append(sub.Runs, r)
+		}
+		return appendEvent(ctx, tx, now, "submission.queued", ns.User.ID, sub.ID,
+			map[string]any{"leaderboard": sub.Leaderboard, "gpu": sub.GPUType, "mode": sub.Mode, "runs": len(sub.Runs)})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sub, nil
+}
+
+// CountSubmissions counts a user's submissions to a leaderboard in one
+// category since a time: the rate limit's measure.
+func (s *Store) CountSubmissions(ctx context.Context, lbID, userID int64, category string, since time.Time) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM submissions WHERE leaderboard_id = ? AND user_id = ? AND category = ? AND created_ms >= ?`,
+		lbID, userID, category, ms(since)).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count submissions: %w", err)
+	}
+	return n, nil
+}
+
+// SetRunJob records the queue job of a run.
+func (s *Store) SetRunJob(ctx context.Context, runID, jobID int64) error {
+	if _, err := s.db.ExecContext(ctx, `UPDATE runs SET job_id = ? WHERE id = ?`, jobID, runID); err != nil {
+		return fmt.Errorf("set job of run %d: %w", runID, err)
+	}
+	return nil
+}
+
+// StartRun hands the run to the holder of a new lease. It returns false
+// when the run has already ended (its result was stored before a crash
+// lost the queue's copy of that): the job must then be finished, not run.
+func (s *Store) StartRun(ctx context.Context, runID int64, lease, gpuID string) (started bool, err error) {
+	err = s.update(ctx, fmt.Sprintf("start run %d", runID), func(tx *sql.Tx) error {
+		var subID int64
+		err := tx.QueryRowContext(ctx, `UPDATE runs SET status = 'running', lease_token = ?, gpu_id = ?, attempts = attempts + 1, started_ms = ?
+			WHERE id = ? AND status IN ('queued','running') RETURNING submission_id`, lease, gpuID, ms(s.now()), runID).Scan(&subID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		started = true
+		if _, err := tx.ExecContext(ctx, `UPDATE submissions SET status = 'running' WHERE id = ? AND status = 'queued'`, subID); err != nil {
+			return err
+		}
+		return appendEvent(ctx, tx, s.now(), "run.started", 0, subID, map[string]any{"run": runID, "gpu_id": gpuID})
+	})
+	return started, err
+}
+
+// RunResult is what the runner learned from one run.
+type RunResult struct {
+	// Status is done (evaluated), error (the box failed) or cancelled.
+	Status     string
+	Passed     bool
+	Score      *float64
+	Reason     string
+	Report     []byte
+	SystemInfo []byte
+	Telemetry  []byte
+	Profile    string
+}
+
+// FinishRun stores a run's result if lease still holds it, and when it was
+// the submission's last open run, settles the submission: status, passed,
+// and the score that ranks it (a leaderboard run whose twin also passed).
+func (s *Store) FinishRun(ctx context.Context, runID int64, lease string, res RunResult) (*Submission, error) {
+	var subID int64
+	err := s.update(ctx, fmt.Sprintf("finish run %d", runID), func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, passed = ?, score = ?, reason = ?, report = ?, system_info = ?,
+				telemetry = ?, profile_path = ?, finished_ms = ?, lease_token = NULL
+			WHERE id = ? AND lease_token = ? AND status = 'running' RETURNING submission_id`,
+			res.Status, res.Passed, res.Score, res.Reason, string(res.Report), string(res.SystemInfo), string(res.Telemetry),
+			res.Profile, ms(s.now()), runID, lease).Scan(&subID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return Errorf(CodeConflict, "run %d is no longer held by this lease", runID)
+		}
+		if err != nil {
+			return err
+		}
+		if err := appendEvent(ctx, tx, s.now(), "run.finished", 0, subID,
+			map[string]any{"run": runID, "status": res.Status, "passed": res.Passed, "reason": res.Reason}); err != nil {
+			return err
+		}
+		return settle(ctx, tx, s.now(), subID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.Submission(ctx, subID)
+}
+
+// settle closes the submission once none of its runs is open.
+func settle(ctx context.Context, tx *sql.Tx, now time.Time, subID int64) error {
+	runs, err := runsOf(ctx, tx, subID)
+	if err != nil {
+		return err
+	}
+	status, passed := StatusDone, true
+	var score *float64
+	reason := ""
+	for _, r := range runs {
+		if !r.final() {
+			return nil
+		}
+		switch r.Status {
+		case StatusCancelled:
+			status = StatusCancelled
+		case runError:
+			if status != StatusCancelled {
+				status = StatusFailed
+			}
+		}
+		if !r.Passed {
+			passed = false
+			if reason == "" {
+				reason = r.Reason
+				if r.Secret {
+					// Say which gate failed, not why: the secret inputs stay secret.
+					reason = "the secret-seed run failed"
+				}
+			}
+		}
+		if !r.Secret && r.Mode == "leaderboard" {
+			score = r.Score
+		}
+	}
+	if status != StatusDone || !passed {
+		score = nil
+		passed = passed && status == StatusDone
+	}
+	var user int64
+	if err := tx.QueryRowContext(ctx, `UPDATE submissions SET status = ?, passed = ?, score = ?, reason = ?, finished_ms = ?
+		WHERE id = ? RETURNING user_id`, status, passed, score, reason, ms(now), subID).Scan(&user); err != nil {
+		return err
+	}
+	return appendEvent(ctx, tx, now, "submission."+status, user, subID, map[string]any{"passed": passed, "score": score, "reason": reason})
+}
+
+// CancelSubmission cancels the submission's open runs and returns their
+// queue jobs, which the caller cancels in the queue.
+func (s *Store) CancelSubmission(ctx context.Context, subID int64) ([]int64, error) {
+	var jobs []int64
+	err := s.update(ctx, fmt.Sprintf("cancel submission %d", subID), func(tx *sql.Tx) error {
+		var status string
+		if err := tx.QueryRowContext(ctx, `SELECT status FROM submissions WHERE id = ?`, subID).Scan(&status); errors.Is(err, sql.ErrNoRows) {
+			return Errorf(CodeNotFound, "no submission %d", subID)
+		} else if err != nil {
+			return err
+		}
+		if status != StatusQueued && status != StatusRunning {
+			return Errorf(CodeConflict, "submission %d is %s already", subID, status)
+		}
+		rows, err := tx.QueryContext(ctx, `UPDATE runs SET status = 'cancelled', reason = 'cancelled', finished_ms = ?, lease_token = NULL
+			WHERE submission_id = ? AND status IN ('queued','running') RETURNING COALESCE(job_id, 0)`, ms(s.now()), subID)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var j int64
+			if err := rows.Scan(&j); err != nil {
+				rows.Close()
+				return err
+			}
+			if j != 0 {
+				jobs = append(jobs, j)
+			}
+		}
+		rows.Close()
+		return settle(ctx, tx, s.now(), subID)
+	})
+	return jobs, err
+}
+
+// FailRun ends a run that the queue gave up on (its attempts spent while no
+// runner held it), without a lease.
+func (s *Store) FailRun(ctx context.Context, runID int64, status, reason string) error {
+	return s.update(ctx, fmt.Sprintf("fail run %d", runID), func(tx *sql.Tx) error {
+		var subID int64
+		err := tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, reason = ?, finished_ms = ?, lease_token = NULL
+			WHERE id = ? AND status IN ('queued','running') RETURNING submission_id`, status, reason, ms(s.now()), runID).Scan(&subID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return settle(ctx, tx, s.now(), subID)
+	})
+}
+
+const runColumns = `id, submission_id, secret, mode, COALESCE(job_id, 0), status, gpu_type, gpu_id, attempts, passed, score, reason,
+	report, system_info, telemetry, profile_path, started_ms, finished_ms`
+
+func scanRun(row interface{ Scan(...any) error }) (RunRecord, error) {
+	var r RunRecord
+	var score sql.NullFloat64
+	var report, sys, tel string
+	var started, finished sql.NullInt64
+	if err := row.Scan(&r.ID, &r.submissionID, &r.Secret, &r.Mode, &r.JobID, &r.Status, &r.GPUType, &r.GPUID, &r.Attempts,
+		&r.Passed, &score, &r.Reason, &report, &sys, &tel, &r.Profile, &started, &finished); err != nil {
+		return r, err
+	}
+	if score.Valid {
+		r.Score = &score.Float64
+	}
+	r.Report, r.SystemInfo, r.Telemetry = rawJSON(report), rawJSON(sys), rawJSON(tel)
+	r.Started, r.Finished = fromMS(started), fromMS(finished)
+	return r, nil
+}
+
+func rawJSON(s string) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	return json.RawMessage(s)
+}
+
+func runsOf(ctx context.Context, q interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}, subID int64) ([]RunRecord, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+runColumns+` FROM runs WHERE submission_id = ? ORDER BY secret, id`, subID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []RunRecord
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+const submissionColumns = `s.id, l.name, u.name, s.user_id, s.leaderboard_id, s.file_name, s.code_sha256, s.gpu_type, s.mode, s.category,
+	s.status, s.passed, s.score, s.reason, s.hacked, s.created_ms, s.finished_ms`
+
+const submissionFrom = ` FROM submissions s JOIN leaderboards l ON l.id = s.leaderboard_id JOIN users u ON u.id = s.user_id`
+
+func scanSubmission(row interface{ Scan(...any) error }) (*Submission, error) {
+	var sub Submission
+	var score sql.NullFloat64
+	var created int64
+	var finished sql.NullInt64
+	if err := row.Scan(&sub.ID, &sub.Leaderboard, &sub.User, &sub.userID, &sub.leaderboardID, &sub.FileName, &sub.SHA256,
+		&sub.GPUType, &sub.Mode, &sub.Category, &sub.Status, &sub.Passed, &score, &sub.Reason, &sub.Hacked, &created, &finished); err != nil {
+		return nil, err
+	}
+	if score.Valid {
+		sub.Score = &score.Float64
+	}
+	sub.Created, sub.Finished = time.UnixMilli(created).UTC(), fromMS(finished)
+	return &sub, nil
+}
+
+// Submission returns a submission with its runs.
+func (s *Store) Submission(ctx context.Context, id int64) (*Submission, error) {
+	sub, err := scanSubmission(s.db.QueryRowContext(ctx, `SELECT `+submissionColumns+submissionFrom+` WHERE s.id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, Errorf(CodeNotFound, "no submission %d", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get submission %d: %w", id, err)
+	}
+	if sub.Runs, err = runsOf(ctx, s.db, id); err != nil {
+		return nil, fmt.Errorf("get submission %d: %w", id, err)
+	}
+	return sub, nil
+}
+
+// SubmissionFilter narrows a listing; zero fields match everything.
+type SubmissionFilter struct {
+	UserID      int64
+	Leaderboard string
+	Status      string
+	Limit       int // 50 when zero, at most 1000
+}
+
+// Submissions lists submissions, newest first, without their runs.
+func (s *Store) Submissions(ctx context.Context, f SubmissionFilter) ([]*Submission, error) {
+	var where []string
+	var args []any
+	if f.UserID != 0 {
+		where, args = append(where, "s.user_id = ?"), append(args, f.UserID)
+	}
+	if f.Leaderboard != "" {
+		where, args = append(where, "l.name = ?"), append(args, f.Leaderboard)
+	}
+	if f.Status != "" {
+		where, args = append(where, "s.status = ?"), append(args, f.Status)
+	}
+	if f.Limit <= 0 {
+		f.Limit = 50
+	}
+	q := `SELECT ` + submissionColumns + submissionFrom
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY s.id DESC LIMIT ?"
+	rows, err := s.db.QueryContext(ctx, q, append(args, min(f.Limit, 1000))...)
+	if err != nil {
+		return nil, fmt.Errorf("list submissions: %w", err)
+	}
+	defer rows.Close()
+	out := []*Submission{}
+	for rows.Next() {
+		sub, err := scanSubmission(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list submissions: %w", err)
+		}
+		out = append(out, sub)
+	}
+	return out, rows.Err()
+}
+
+// Code returns stored code by its hash.
+func (s *Store) Code(ctx context.Context, sha string) ([]byte, error) {
+	var data []byte
+	err := s.db.QueryRowContext(ctx, `SELECT data FROM code WHERE sha256 = ?`, sha).Scan(&data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, Errorf(CodeNotFound, "no code %s", sha)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get code %s: %w", sha, err)
+	}
+	return data, nil
+}
+
+// OpenRun is a run that has not ended, for recovery at start-up.
+type OpenRun struct {
+	RunID, SubmissionID, JobID int64
+	User, GPUType, Mode        string
+	Secret                     bool
+}
+
+// OpenRuns lists every run that is queued or running.
+func (s *Store) OpenRuns(ctx context.Context) ([]OpenRun, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT r.id, r.submission_id, COALESCE(r.job_id, 0), u.name, r.gpu_type, r.mode, r.secret
+		FROM runs r JOIN submissions s ON s.id = r.submission_id JOIN users u ON u.id = s.user_id
+		WHERE r.status IN ('queued','running') ORDER BY r.id`)
+	if err != nil {
+		return nil, fmt.Errorf("open runs: %w", err)
+	}
+	defer rows.Close()
+	var out []OpenRun
+	for rows.Next() {
+		var o OpenRun
+		if err := rows.Scan(&o.RunID, &o.SubmissionID, &o.JobID, &o.User, &o.GPUType, &o.Mode, &o.Secret); err != nil {
+			return nil, fmt.Errorf("open runs: %w", err)
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// RunContext is everything the runner needs for one run.
+type RunContext struct {
+	Run         RunRecord
+	Submission  *Submission
+	Leaderboard *Leaderboard
+	Code        []byte
+}
+
+// LoadRun gathers a run, its submission, leaderboard and code.
+func (s *Store) LoadRun(ctx context.Context, runID int64) (*RunContext, error) {
+	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, runID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, Errorf(CodeNotFound, "no run %d", runID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load run %d: %w", runID, err)
+	}
+	sub, err := s.Submission(ctx, r.submissionID)
+	if err != nil {
+		return nil, fmt.Errorf("load run %d: %w", runID, err)
+	}
+	lb, err := s.Leaderboard(ctx, sub.Leaderboard)
+	if err != nil {
+		return nil, fmt.Errorf("load run %d: %w", runID, err)
+	}
+	code, err := s.Code(ctx, sub.SHA256)
+	if err != nil {
+		return nil, fmt.Errorf("load run %d: %w", runID, err)
+	}
+	return &RunContext{Run: r, Submission: sub, Leaderboard: lb, Code: code}, nil
+}
+
+// SetHacked marks a submission as hacked (or clears it), which takes it
+// out of the rankings.
+func (s *Store) SetHacked(ctx context.Context, subID int64, hacked bool) error {
+	return s.update(ctx, fmt.Sprintf("mark submission %d", subID), func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE submissions SET hacked = ? WHERE id = ?`, hacked, subID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return Errorf(CodeNotFound, "no submission %d", subID)
+		}
+		return appendEvent(ctx, tx, s.now(), "submission.hacked", 0, subID, map[string]any{"hacked": hacked})
+	})
+}
+
+// DeleteSubmission removes a finished submission and its runs; the event
+// log keeps the record that it existed. It returns the jobs of runs that
+// were still open, for the caller to cancel.
+func (s *Store) DeleteSubmission(ctx context.Context, subID int64) ([]int64, error) {
+	var jobs []int64
+	err := s.update(ctx, fmt.Sprintf("delete submission %d", subID), func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT COALESCE(job_id, 0) FROM runs WHERE submission_id = ? AND status IN ('queued','running')`, subID)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var j int64
+			if err := rows.Scan(&j); err != nil {
+				rows.Close()
+				return err
+			}
+			if j != 0 {
+				jobs = append(jobs, j)
+			}
+		}
+		rows.Close()
+		res, err := tx.ExecContext(ctx, `DELETE FROM submissions WHERE id = ?`, subID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return Errorf(CodeNotFound, "no submission %d", subID)
+		}
+		return appendEvent(ctx, tx, s.now(), "submission.deleted", 0, subID, map[string]any{})
+	})
+	return jobs, err
+}
