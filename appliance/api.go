@@ -597,7 +597,7 @@ func (a *API) adminProblems(w http.ResponseWriter, r *http.Request) error {
 		os.RemoveAll(dir)
 		return Errorf(CodeInvalid, "file %q must be a path inside the uploaded set", file)
 	}
-	loaded, err := a.svc.loadProblemSet(r.Context(), dir, file)
+	loaded, err := a.svc.loadProblemSet(r.Context(), dir, file, r.URL.Query().Get("name"))
 	if err != nil {
 		os.RemoveAll(dir)
 		return err

@@ -307,11 +307,15 @@ func (c *Client) CreateInvite(ctx context.Context, inv Invite) (*InviteCode, err
 }
 
 // LoadProblems uploads a problem set: archive is a gzipped tar, file the
-// competition file inside it ("" for a single problem).
-func (c *Client) LoadProblems(ctx context.Context, archive io.Reader, file string) ([]LoadedProblem, error) {
+// competition file inside it, or "" for a single problem, whose
+// leaderboard is then called name.
+func (c *Client) LoadProblems(ctx context.Context, archive io.Reader, file, name string) ([]LoadedProblem, error) {
 	q := url.Values{}
 	if file != "" {
 		q.Set("file", file)
+	}
+	if name != "" {
+		q.Set("name", name)
 	}
 	var out struct {
 		Loaded []LoadedProblem `json:"loaded"`

@@ -821,7 +821,10 @@ func runLoadProblems(c *cli.Context) error {
 	if err != nil {
 		return usageError("admin problems load: %v", err)
 	}
-	dir, file := path, ""
+	dir, file, name := path, "", ""
+	if abs, err := filepath.Abs(path); err == nil && st.IsDir() {
+		name = filepath.Base(abs)
+	}
 	if !st.IsDir() {
 		dir, file = filepath.Dir(path), filepath.Base(path)
 	} else if _, err := os.Stat(filepath.Join(path, "task.yml")); err != nil {
@@ -835,7 +838,7 @@ func runLoadProblems(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	loaded, err := cl.LoadProblems(c.Context, &buf, file)
+	loaded, err := cl.LoadProblems(c.Context, &buf, file, name)
 	if err != nil {
 		return clientError(err)
 	}

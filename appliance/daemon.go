@@ -31,6 +31,9 @@ type Daemon struct {
 	// CgroupParent is the sandbox runs' parent cgroup; the tests give each
 	// daemon its own so that its start-up sweep never touches other runs.
 	CgroupParent string
+	// Python, when set before Start, is the harness interpreter, and the
+	// configuration's python and discovery are skipped (tests probe once).
+	Python *problems.Interpreter
 
 	store  *Store
 	queue  *queue.Store
@@ -125,11 +128,12 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 // prepareRunner finds the harness interpreter and the sandbox, recording
 // in the service's health why either is missing.
 func (d *Daemon) prepareRunner(ctx context.Context) (*problems.Interpreter, launcherFunc) {
-	it := &problems.Interpreter{}
-	var err error
-	if d.cfg.Python != "" {
+	it, err := d.Python, error(nil)
+	switch {
+	case it != nil: // given by the caller
+	case d.cfg.Python != "":
 		it, err = problems.ProbePython(ctx, d.cfg.Python)
-	} else {
+	default:
 		it, err = problems.FindPython(ctx, problems.PythonCandidates())
 	}
 	if err != nil {

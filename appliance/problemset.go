@@ -36,9 +36,9 @@ type LoadedProblem struct {
 
 // loadProblemSet puts a problem set that lies under root on the leaderboards:
 // file names a competition file inside root (KernelBot's format), or is
-// empty when root itself is one problem (a task.yml). Nothing is changed
-// unless every problem loads.
-func (s *Service) loadProblemSet(ctx context.Context, root, file string) ([]LoadedProblem, error) {
+// empty when root itself is one problem (a task.yml), which becomes the
+// leaderboard name. Nothing is changed unless every problem loads.
+func (s *Service) loadProblemSet(ctx context.Context, root, file, name string) ([]LoadedProblem, error) {
 	var entries []problems.CompetitionProblem
 	if file != "" {
 		comp, err := problems.LoadCompetition(filepath.Join(root, filepath.FromSlash(file)))
@@ -51,7 +51,10 @@ func (s *Service) loadProblemSet(ctx context.Context, root, file string) ([]Load
 		if err != nil {
 			return nil, Errorf(CodeInvalid, "%v", err)
 		}
-		entries = []problems.CompetitionProblem{{Name: t.Name, GPUs: t.GPUs, Task: t}}
+		if name == "" {
+			name = t.Name
+		}
+		entries = []problems.CompetitionProblem{{Name: name, GPUs: t.GPUs, Task: t}}
 	}
 	for _, p := range entries {
 		if err := insideRoot(root, p.Task); err != nil {
@@ -114,7 +117,7 @@ func (s *Service) loadLibrary(ctx context.Context, dir string) ([]LoadedProblem,
 	if err := problems.ExportLibrary(dir); err != nil {
 		return nil, fmt.Errorf("load library: %w", err)
 	}
-	return s.loadProblemSet(ctx, dir, problems.LibraryCompetition)
+	return s.loadProblemSet(ctx, dir, problems.LibraryCompetition, "")
 }
 
 // unpackProblemSet unpacks a gzipped tar into a new directory under parent

@@ -103,3 +103,7 @@ func yesNo(b bool) string {
 	}
 	return "no"
 }
+
+// SeccompBuilt reports whether this binary can load seccomp filters: without
+// it NewRuntime refuses, and callers' tests skip.
+func SeccompBuilt() bool { return seccompBuilt }

@@ -1,0 +1,404 @@
+package appliance
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"kernelbox/internal/testutil"
+	"kernelbox/sandbox"
+)
+
+// testDaemon is a real daemon on a temporary data directory, a
+// 127.0.0.1:0 listener, the real sandbox and the CPU backend.
+type testDaemon struct {
+	t      *testing.T
+	d      *Daemon
+	dir    string
+	server string
+	admin  *Client
+	token  string // the admin's
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// requireRootSandbox skips unless this process can start sandboxes.
+func requireRootSandbox(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the daemon's tests run submissions in the real sandbox (CI runs them as root)")
+	}
+	if !sandbox.SeccompBuilt() {
+		t.Skip("needs the seccomp build tag: run make test, or go test -tags seccomp")
+	}
+}
+
+// testCgroupParent gives one daemon a cgroup parent of its own, so that
+// its start-up sweep of orphan cgroups cannot touch another test's runs,
+// and removes it afterwards.
+func testCgroupParent(t testing.TB) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name := "kernelbox-test-" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		dirs, _ := filepath.Glob("/sys/fs/cgroup/*/" + name)
+		dirs = append(dirs, "/sys/fs/cgroup/"+name)
+		for _, d := range dirs {
+			_ = os.Remove(d) // empty by now; a leftover run would keep it, and show
+		}
+	})
+	return name
+}
+
+func startDaemon(t *testing.T, dir string, mutate func(*Config)) *testDaemon {
+	t.Helper()
+	requireRootSandbox(t)
+	it := testutil.RequireTorch(t)
+	cfg := DefaultConfig()
+	cfg.DataDir = dir
+	cfg.Listen = "127.0.0.1:0"
+	cfg.CPUSlots = 2
+	cfg.Library = false
+	cfg.LeaseTTL = 3 * time.Second
+	cfg.Grace = 5 * time.Second
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	d := NewDaemon(cfg, testLogger(t))
+	d.CgroupParent = testCgroupParent(t)
+	d.Python = it
+	if err := d.Start(t.Context()); err != nil {
+		t.Fatalf("Daemon.Start: %v", err)
+	}
+	td := &testDaemon{t: t, d: d, dir: dir, server: "http://" + d.Addr()}
+	t.Cleanup(func() { td.stop() })
+	token, err := os.ReadFile(AdminTokenFile(dir))
+	if err != nil {
+		t.Fatalf("admin token: %v", err)
+	}
+	td.token = strings.TrimSpace(string(token))
+	if td.admin, err = NewClient(td.server, td.token); err != nil {
+		t.Fatal(err)
+	}
+	return td
+}
+
+func (td *testDaemon) stop() {
+	if td.d == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := td.d.Stop(ctx); err != nil {
+		td.t.Errorf("Daemon.Stop: %v", err)
+	}
+	td.d = nil
+}
+
+// cli runs a client command against the daemon.
+func (td *testDaemon) cli(token string, args ...string) (string, string, int) {
+	td.t.Helper()
+	all := append(append([]string{}, args...), "--server", td.server, "--token", token,
+		"--client-config", filepath.Join(td.dir, "client.json"))
+	return runCLI(td.t, all...)
+}
+
+func (td *testDaemon) loadQuick() {
+	td.t.Helper()
+	if out, errOut, code := td.cli(td.token, "admin", "problems", "load", filepath.Join("testdata", "quick")); code != 0 {
+		td.t.Fatalf("admin problems load = exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+func (td *testDaemon) user(name string) (*Client, string) {
+	td.t.Helper()
+	cr, err := td.admin.AddUser(td.t.Context(), name, RoleContestant)
+	if err != nil {
+		td.t.Fatalf("AddUser(%s): %v", name, err)
+	}
+	c, err := NewClient(td.server, cr.Token)
+	if err != nil {
+		td.t.Fatal(err)
+	}
+	return c, cr.Token
+}
+
+func quickSolution(name string) string { return filepath.Join("testdata", "quick", "solutions", name) }
+
+func TestDaemon_SubmitThroughCLI(t *testing.T) {
+	t.Parallel()
+	td := startDaemon(t, t.TempDir(), nil)
+	td.loadQuick()
+	out, errOut, code := td.cli(td.token, "admin", "users", "add", "ann")
+	if code != 0 {
+		t.Fatalf("admin users add = exit %d: %s", code, errOut)
+	}
+	ann := strings.TrimSpace(out)
+
+	// Test mode, correct: the directives name the leaderboard and GPU.
+	out, errOut, code = td.cli(ann, "submit", quickSolution("correct/double.py"), "--json")
+	if code != ExitOK {
+		t.Fatalf("submit correct = exit %d\n%s%s", code, out, errOut)
+	}
+	var res SubmitResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("submit --json printed %q: %v", out, err)
+	}
+	if !res.Passed || res.Mode != "test" || res.Status != StatusDone || len(res.Tests) != 2 || res.ID == 0 {
+		t.Errorf("submit correct --json = %+v, want passed, mode test, done, 2 tests", res)
+	}
+
+	// Wrong answer: exit 1, the failing test named.
+	out, _, code = td.cli(ann, "submit", quickSolution("wrong/zero_last.py"))
+	if code != ExitFailed || !strings.Contains(out, "FAILED") || !strings.Contains(out, "wrong result") {
+		t.Errorf("submit wrong = exit %d\n%s\nwant exit 1 and the failing test", code, out)
+	}
+
+	// Leaderboard mode: scored and ranked after the secret twin passes.
+	out, errOut, code = td.cli(ann, "submit", quickSolution("correct/double.py"), "--leaderboard", "quick", "--gpu", "cpu", "--mode", "leaderboard", "--json")
+	if code != ExitOK {
+		t.Fatalf("submit leaderboard = exit %d\n%s%s", code, out, errOut)
+	}
+	res = SubmitResult{}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Score == nil || *res.Score <= 0 || res.Rank != 1 || len(res.Benchmarks) != 2 || res.Secret == nil || !res.Secret.Passed {
+		t.Errorf("submit --mode leaderboard = %+v, want a score, rank 1, 2 benchmarks and a passed secret run", res)
+	}
+	if res.Secret != nil && len(res.Secret.Report) != 0 {
+		t.Errorf("the contestant sees the secret run's report: %s", res.Secret.Report)
+	}
+	ranked := res.ID
+
+	// A submission that fails only on the secret seed is not ranked.
+	out, _, code = td.cli(ann, "submit", filepath.Join("testdata", "submissions", "secret_fail.py"), "--mode", "leaderboard", "--json")
+	res = SubmitResult{}
+	_ = json.Unmarshal([]byte(out), &res)
+	if code != ExitFailed || res.Passed || res.Score != nil || !strings.Contains(res.Reason, "secret") {
+		t.Errorf("submit secret_fail = exit %d, %+v; want exit 1, not passed, no score, a secret-run reason", code, res)
+	}
+
+	out, _, code = td.cli(ann, "leaderboard", "quick", "--gpu", "cpu", "--json")
+	var rows []RankRow
+	if err := json.Unmarshal([]byte(out), &rows); code != 0 || err != nil {
+		t.Fatalf("leaderboard --json = exit %d, %q: %v", code, out, err)
+	}
+	if len(rows) != 1 || rows[0].Rank != 1 || rows[0].User != "ann" || rows[0].Submission != ranked {
+		t.Errorf("leaderboard quick = %+v, want ann first with submission %d", rows, ranked)
+	}
+
+	// --no-wait prints the id at once; show follows it to its result.
+	out, _, code = td.cli(ann, "submit", quickSolution("correct/double.py"), "--no-wait", "--json")
+	var queued struct {
+		ID int64 `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(out), &queued); code != 0 || err != nil || queued.ID == 0 {
+		t.Fatalf("submit --no-wait --json = exit %d, %q", code, out)
+	}
+	annClient, _ := NewClient(td.server, ann)
+	if _, err := annClient.Wait(t.Context(), queued.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = td.cli(ann, "submissions", "show", strconv.FormatInt(queued.ID, 10), "--json")
+	var shown struct {
+		Status string        `json:"status"`
+		Result *SubmitResult `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(out), &shown); code != 0 || err != nil || shown.Status != StatusDone || shown.Result == nil || !shown.Result.Passed {
+		t.Errorf("submissions show --json = exit %d, %q; want done with a passed result", code, out)
+	}
+	out, _, code = td.cli(ann, "submissions", "list", "--json")
+	var list []Submission
+	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil || len(list) != 5 {
+		t.Errorf("submissions list --json = exit %d, %d submissions (%v); want 5", code, len(list), err)
+	}
+	out, _, code = td.cli(ann, "leaderboards", "--json")
+	var lbs []LeaderboardInfo
+	if err := json.Unmarshal([]byte(out), &lbs); code != 0 || err != nil || len(lbs) != 1 || lbs[0].State != "active" || lbs[0].GPUs[0] != "cpu" {
+		t.Errorf("leaderboards --json = exit %d, %q", code, out)
+	}
+}
+
+func TestDaemon_Refusals(t *testing.T) {
+	t.Parallel()
+	td := startDaemon(t, t.TempDir(), func(c *Config) { c.MaxUploadBytes = 4096 })
+	td.loadQuick()
+	_, ann := td.user("ann")
+	tmp := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(tmp, name)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	correct, err := os.ReadFile(quickSolution("correct/double.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	closed := VisibilityClosed
+	if _, err := td.admin.ChangeLeaderboard(ctx, "quick", LeaderboardChange{RateLimits: map[string]int{CategoryRanked: 1}}); err != nil {
+		t.Fatal(err)
+	}
+
+	check := func(name string, wantCode int, wantText string, token string, args ...string) {
+		t.Helper()
+		out, errOut, code := td.cli(token, args...)
+		if code != wantCode || !strings.Contains(errOut, wantText) {
+			t.Errorf("%s: exit %d, stderr %q; want exit %d and %q (stdout %q)", name, code, errOut, wantCode, wantText, out)
+		}
+	}
+	check("bad token", ExitUnauthorized, "not valid", "kb_nope", "submit", quickSolution("correct/double.py"))
+	check("oversized", ExitRefused, "limit", ann, "submit", write("big.py", bytes.Repeat([]byte("#"), 5000)))
+	check("not UTF-8", ExitUsage, "not UTF-8", ann, "submit", write("bin.py", []byte("def f():\n    return '\xff\xfe'\n")))
+	check("malformed directive", ExitUsage, "line 1", ann, "submit", write("dir.py", append([]byte("#!POPCORN leaderboard\n"), correct...)))
+	check("directive and flag disagree", ExitUsage, "#!POPCORN leaderboard is quick but --leaderboard is nope", ann, "submit", quickSolution("correct/double.py"), "--leaderboard", "nope")
+	plain := write("plain.py", []byte("def custom_kernel(xs):\n    return [2 * x for x in xs]\n"))
+	check("no leaderboard", ExitUsage, "no leaderboard: pass --leaderboard", ann, "submit", plain)
+	check("unknown leaderboard", ExitUsage, "no leaderboard nope", ann, "submit", plain, "--leaderboard", "nope")
+	check("wrong GPU", ExitUsage, "does not rank on H200", ann, "submit", quickSolution("correct/double.py"), "--gpu", "H200")
+	check("wrong language", ExitUsage, "takes a .py file", ann, "submit", write("k.cu", []byte("//!POPCORN leaderboard quick\n")))
+
+	// Rate limit: one ranked submission an hour.
+	if _, _, code := td.cli(ann, "submit", quickSolution("correct/double.py"), "--mode", "benchmark", "--no-wait"); code != 0 {
+		t.Fatalf("first ranked submission refused: exit %d", code)
+	}
+	check("rate limit", ExitRefused, "rate limit", ann, "submit", quickSolution("correct/double.py"), "--mode", "benchmark")
+	// Test mode has its own budget.
+	if _, errOut, code := td.cli(ann, "submit", quickSolution("correct/double.py"), "--no-wait"); code != 0 {
+		t.Errorf("test-mode submission after the ranked limit: exit %d: %s", code, errOut)
+	}
+
+	// Closed leaderboard: refused without an invite, taken after joining.
+	if _, err := td.admin.ChangeLeaderboard(ctx, "quick", LeaderboardChange{Visibility: &closed}); err != nil {
+		t.Fatal(err)
+	}
+	check("closed leaderboard", ExitRefused, "closed", ann, "submit", quickSolution("correct/double.py"))
+	inv, err := td.admin.CreateInvite(ctx, Invite{Leaderboards: []string{"quick"}, Uses: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := td.cli(ann, "join", inv.Invite); code != 0 || !strings.Contains(out, "quick") {
+		t.Fatalf("join = exit %d: %s%s", code, out, errOut)
+	}
+	if _, errOut, code := td.cli(ann, "submit", quickSolution("correct/double.py"), "--no-wait"); code != 0 {
+		t.Errorf("submission after joining the closed leaderboard: exit %d: %s", code, errOut)
+	}
+	// register with the same invite makes a member at once.
+	out, errOut, code := runCLI(t, "register", "--server", td.server, "--invite", inv.Invite, "--name", "bea",
+		"--client-config", filepath.Join(tmp, "bea.json"))
+	if code != 0 {
+		t.Fatalf("register = exit %d: %s%s", code, out, errOut)
+	}
+	if _, errOut, code := runCLI(t, "submit", quickSolution("correct/double.py"), "--no-wait", "--client-config", filepath.Join(tmp, "bea.json")); code != 0 {
+		t.Errorf("submission by a registered invitee: exit %d: %s", code, errOut)
+	}
+	_, errOut, code = runCLI(t, "register", "--server", td.server, "--invite", inv.Invite, "--name", "cid", "--client-config", filepath.Join(tmp, "cid.json"))
+	if code != ExitRefused || !strings.Contains(errOut, "used up") {
+		t.Errorf("register with a spent invite = exit %d, %q; want %d and 'used up'", code, errOut, ExitRefused)
+	}
+
+	// Deadline passed.
+	past := time.Now().Add(-time.Minute)
+	if _, err := td.admin.ChangeLeaderboard(ctx, "quick", LeaderboardChange{Deadline: &past}); err != nil {
+		t.Fatal(err)
+	}
+	check("deadline", ExitRefused, "deadline", ann, "submit", quickSolution("correct/double.py"))
+
+	// Banned.
+	if _, err := td.admin.Ban(ctx, "ann", true); err != nil {
+		t.Fatal(err)
+	}
+	check("banned", ExitRefused, "banned", ann, "submit", quickSolution("correct/double.py"))
+	// A contestant is not an admin.
+	check("not staff", ExitRefused, "needs an organiser", ann, "admin", "users", "add", "eve")
+	// Nothing refused was stored.
+	subs, err := td.admin.Submissions(ctx, "", true, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(subs) != 4 {
+		t.Errorf("stored submissions = %d, want the 4 accepted ones", len(subs))
+	}
+}
+
+func TestDaemon_CancelRunning(t *testing.T) {
+	t.Parallel()
+	td := startDaemon(t, t.TempDir(), nil)
+	td.loadQuick()
+	ann, _ := td.user("ann")
+	ctx := t.Context()
+	code, err := os.ReadFile(filepath.Join("testdata", "submissions", "slow.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := ann.Submit(ctx, SubmitRequest{Code: code, FileName: "slow.py", Mode: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, func() bool {
+		s, err := ann.Submission(ctx, sub.ID, false)
+		return err == nil && s.Status == StatusRunning
+	})
+	got, err := ann.Cancel(ctx, sub.ID)
+	if err != nil {
+		t.Fatalf("Cancel: %v", err)
+	}
+	if got.Status != StatusCancelled {
+		t.Errorf("Cancel = status %s, want cancelled", got.Status)
+	}
+	if _, err := ann.Cancel(ctx, sub.ID); ErrorCode(err) != CodeConflict {
+		t.Errorf("Cancel again = %v, want a conflict", err)
+	}
+	// The slot is free again soon: the sandbox was stopped, not waited for.
+	start := time.Now()
+	fast, err := os.ReadFile(quickSolution("correct/double.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := ann.Submit(ctx, SubmitRequest{Code: fast, Mode: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, err := ann.Wait(ctx, next.ID, nil)
+	if err != nil || !final.Passed {
+		t.Fatalf("submission after a cancel: %+v, %v", final, err)
+	}
+	t.Logf("next submission done %v after the cancel", time.Since(start))
+}
+
+// waitFor polls cond until it holds or the limit passes.
+func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %v", limit)
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatal(t.Context().Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
