@@ -68,6 +68,8 @@ type Config struct {
 	MaxUploadBytes int64 `yaml:"max_upload_bytes"`
 	// MaxProblemBytes caps an uploaded problem set (compressed).
 	MaxProblemBytes int64 `yaml:"max_problem_bytes"`
+	// CgroupParent is the cgroup every sandbox's cgroup is made under.
+	CgroupParent string `yaml:"cgroup_parent"`
 	// Binds are extra read-only host paths for the sandbox (a CUDA toolkit
 	// outside /usr).
 	Binds []string `yaml:"binds"`
@@ -89,6 +91,7 @@ func DefaultConfig() Config {
 		RateLimits:        map[string]int{CategoryTest: 120, CategoryRanked: 30},
 		MaxUploadBytes:    maxSubmissionBytes,
 		MaxProblemBytes:   64 << 20,
+		CgroupParent:      "kernelbox",
 	}
 }
 

@@ -28,9 +28,6 @@ type Daemon struct {
 	log *slog.Logger
 	now func() time.Time
 
-	// CgroupParent is the sandbox runs' parent cgroup; the tests give each
-	// daemon its own so that its start-up sweep never touches other runs.
-	CgroupParent string
 	// Python, when set before Start, is the harness interpreter, and the
 	// configuration's python and discovery are skipped (tests probe once).
 	Python *problems.Interpreter
@@ -50,7 +47,7 @@ type Daemon struct {
 
 // NewDaemon prepares a daemon; Start starts it.
 func NewDaemon(cfg Config, log *slog.Logger) *Daemon {
-	return &Daemon{cfg: cfg, log: log, now: time.Now, CgroupParent: "kernelbox"}
+	return &Daemon{cfg: cfg, log: log, now: time.Now}
 }
 
 // AdminTokenFile is where the first start writes the admin's token.
@@ -148,7 +145,7 @@ func (d *Daemon) prepareRunner(ctx context.Context) (*problems.Interpreter, laun
 	}
 	rt, err := sandbox.NewRuntime(filepath.Join(d.cfg.DataDir, "sandbox"), d.log)
 	if err == nil {
-		err = rt.SetCgroupParent(d.CgroupParent)
+		err = rt.SetCgroupParent(d.cfg.CgroupParent)
 	}
 	if err != nil {
 		d.svc.health = append(d.svc.health, fmt.Sprintf("no sandbox: %v", err))

@@ -79,11 +79,11 @@ func startDaemon(t *testing.T, dir string, mutate func(*Config)) *testDaemon {
 	cfg.Library = false
 	cfg.LeaseTTL = 3 * time.Second
 	cfg.Grace = 5 * time.Second
+	cfg.CgroupParent = testCgroupParent(t)
 	if mutate != nil {
 		mutate(&cfg)
 	}
 	d := NewDaemon(cfg, testLogger(t))
-	d.CgroupParent = testCgroupParent(t)
 	d.Python = it
 	if err := d.Start(t.Context()); err != nil {
 		t.Fatalf("Daemon.Start: %v", err)

@@ -29,6 +29,7 @@ func serveCommand() *cli.Command {
 			&cli.DurationFlag{Name: "grace", Usage: "how long shutdown waits for running jobs", Value: d.Grace},
 			&cli.BoolFlag{Name: "no-sandbox", Usage: "run submissions without the sandbox (development only: they get the daemon's rights)"},
 			&cli.BoolFlag{Name: "no-library", Usage: "do not load the bundled problems"},
+			&cli.StringFlag{Name: "cgroup-parent", Usage: "the cgroup the sandboxes' cgroups are made under", Value: d.CgroupParent},
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error", Value: "info"},
 			pythonFlag,
 		},
@@ -68,6 +69,9 @@ func serveConfig(c *cli.Context) (Config, error) {
 	}
 	if c.Bool("no-library") {
 		cfg.Library = false
+	}
+	if c.IsSet("cgroup-parent") {
+		cfg.CgroupParent = c.String("cgroup-parent")
 	}
 	if c.IsSet("python") {
 		cfg.Python = c.String("python")

@@ -1,0 +1,291 @@
+package appliance
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"kernelbox/internal/testutil"
+	"kernelbox/queue"
+)
+
+// serveEnv makes the test binary run `kernelbox serve` with the arguments
+// after "--": the kill -9 test needs the daemon in a process of its own.
+const serveEnv = "KERNELBOX_TEST_SERVE"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(serveEnv) == "1" {
+		args := []string{"kernelbox", "serve"}
+		for i, a := range os.Args {
+			if a == "--" {
+				args = append(args, os.Args[i+1:]...)
+				break
+			}
+		}
+		os.Exit(ExitCode(Run(context.Background(), args, os.Stdout, os.Stderr)))
+	}
+	os.Exit(m.Run())
+}
+
+// daemonProcess is `kernelbox serve` in a child process.
+type daemonProcess struct {
+	cmd    *exec.Cmd
+	server string
+	done   chan struct{}
+}
+
+func startDaemonProcess(t *testing.T, dir, cgroupParent string) *daemonProcess {
+	t.Helper()
+	it := testutil.RequireTorch(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "--data", dir, "--listen", "127.0.0.1:0",
+		"--cpu-slots", "2", "--no-library", "--python", it.Path, "--grace", "2s", "--cgroup-parent", cgroupParent)
+	cmd.Env = append(os.Environ(), serveEnv+"=1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = testWriter{t}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &daemonProcess{cmd: cmd, done: make(chan struct{})}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if _, rest, ok := strings.Cut(sc.Text(), " serving on "); ok {
+				addr <- strings.Fields(rest)[0]
+			}
+		}
+	}()
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() { p.kill() })
+	select {
+	case a := <-addr:
+		p.server = "http://" + a
+	case <-p.done:
+		t.Fatal("the daemon exited before it listened")
+	case <-time.After(60 * time.Second):
+		t.Fatal("the daemon did not listen within 60s")
+	}
+	return p
+}
+
+func (p *daemonProcess) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// TestDaemon_KillAndRestart kills the daemon with SIGKILL while jobs run,
+// starts it again on the same data directory, and checks that every
+// accepted submission finishes, each run exactly once.
+func TestDaemon_KillAndRestart(t *testing.T) {
+	t.Parallel()
+	requireRootSandbox(t)
+	dir := t.TempDir()
+	parent := testCgroupParent(t)
+	// A daemon killed with SIGKILL leaves its sandbox tmpfs mounted; the
+	// next one reuses it, and nobody unmounts it at the end.
+	t.Cleanup(func() { _ = syscall.Unmount(filepath.Join(dir, "sandbox"), syscall.MNT_DETACH) })
+	p := startDaemonProcess(t, dir, parent)
+	token, err := os.ReadFile(AdminTokenFile(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := NewClient(p.server, strings.TrimSpace(string(token)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	var archive strings.Builder
+	if err := packProblemSet(&archive, filepath.Join("testdata", "quick")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.LoadProblems(ctx, strings.NewReader(archive.String()), "", "quick"); err != nil {
+		t.Fatal(err)
+	}
+	slow, err := os.ReadFile(filepath.Join("testdata", "submissions", "slow.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, err := os.ReadFile(quickSolution("correct/double.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for i := range 8 {
+		code, mode := fast, "leaderboard"
+		if i%2 == 0 {
+			code, mode = slow, "test"
+		}
+		sub, err := admin.Submit(ctx, SubmitRequest{Code: code, Mode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, sub.ID)
+	}
+	// Kill while slow runs are in their sandboxes.
+	waitFor(t, 30*time.Second, func() bool {
+		s, err := admin.Submission(ctx, ids[0], false)
+		return err == nil && s.Status == StatusRunning
+	})
+	p.kill()
+
+	p2 := startDaemonProcess(t, dir, parent)
+	admin2, err := NewClient(p2.server, strings.TrimSpace(string(token)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		v, err := admin2.Wait(waitCtx, id, nil)
+		cancel()
+		if err != nil {
+			t.Fatalf("Wait(%d) after the restart: %v", id, err)
+		}
+		if v.Status != StatusDone || !v.Passed {
+			t.Errorf("submission %d after the restart: status %s, passed %v, reason %q; want done and passed", id, v.Status, v.Passed, v.Reason)
+		}
+		for _, r := range v.Runs {
+			if r.Status != StatusDone {
+				t.Errorf("submission %d run %d: %s, want done", id, r.ID, r.Status)
+			}
+		}
+	}
+	p2.kill()
+
+	// Exactly once: one stored result per run, and one succeeded job each.
+	st, err := OpenStore(ctx, filepath.Join(dir, "kernelbox.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	finished := map[int64]int{}
+	for _, id := range ids {
+		evs, err := st.SubmissionEvents(ctx, id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			if ev.Kind == "run.finished" {
+				var d struct {
+					Run int64 `json:"run"`
+				}
+				_ = json.Unmarshal(ev.Data, &d)
+				finished[d.Run]++
+			}
+		}
+	}
+	q, err := queue.Open(ctx, filepath.Join(dir, "queue.db"), queue.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	runs, rerun := 0, 0
+	for _, id := range ids {
+		sub, err := st.Submission(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range sub.Runs {
+			runs++
+			if r.Attempts > 1 {
+				rerun++
+			}
+			if finished[r.ID] != 1 {
+				t.Errorf("run %d of submission %d has %d results, want exactly 1", r.ID, id, finished[r.ID])
+			}
+			j, err := q.Get(ctx, r.JobID)
+			if err != nil || j.State != queue.Succeeded {
+				t.Errorf("job %d of run %d: %+v, %v; want succeeded", r.JobID, r.ID, j, err)
+			}
+		}
+	}
+	if rerun == 0 {
+		t.Errorf("no run was started twice: the kill hit no running job, so the test proved nothing")
+	}
+	if runs != 12 { // 4 leaderboard submissions with their twins, 4 test ones
+		t.Errorf("runs = %d, want 12", runs)
+	}
+}
+
+// TestDaemon_ManyUsers pushes 200 submissions from 20 users at once through
+// the API: none is lost, every one passes, and the queue interleaves the
+// users instead of serving them in arrival order.
+func TestDaemon_ManyUsers(t *testing.T) {
+	t.Parallel()
+	td := startDaemon(t, t.TempDir(), nil)
+	td.loadQuick()
+	code, err := os.ReadFile(quickSolution("correct/double.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const users, each = 20, 10
+	ctx := t.Context()
+	clients := make([]*Client, users)
+	for i := range clients {
+		clients[i], _ = td.user(fmt.Sprintf("user%02d", i))
+	}
+	var mu sync.Mutex
+	ids := map[int64]string{}
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				sub, err := c.Submit(ctx, SubmitRequest{Code: code, Mode: "test"})
+				if err != nil {
+					t.Errorf("user%02d: Submit: %v", i, err)
+					return
+				}
+				mu.Lock()
+				ids[sub.ID] = sub.User
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	accepted := time.Since(start)
+	if len(ids) != users*each {
+		t.Fatalf("accepted %d submissions, want %d", len(ids), users*each)
+	}
+	type started struct {
+		at   time.Time
+		user string
+	}
+	var order []started
+	for id, user := range ids {
+		v, err := td.admin.Wait(ctx, id, nil)
+		if err != nil {
+			t.Fatalf("Wait(%d): %v", id, err)
+		}
+		if v.Status != StatusDone || !v.Passed || len(v.Runs) != 1 {
+			t.Errorf("submission %d: %s, passed %v, %d runs; want done, passed, 1 run", id, v.Status, v.Passed, len(v.Runs))
+			continue
+		}
+		order = append(order, started{v.Runs[0].Started, user})
+	}
+	t.Logf("200 submissions accepted in %v (%.0f/s), all done in %v", accepted, float64(len(ids))/accepted.Seconds(), time.Since(start))
+	// Fair share: among the first 40 runs to start (two per user if it were
+	// perfectly even), every user has at least one.
+	slices.SortFunc(order, func(a, b started) int { return a.at.Compare(b.at) })
+	seen := map[string]bool{}
+	for _, s := range order[:40] {
+		seen[s.user] = true
+	}
+	if len(seen) != users {
+		t.Errorf("the first 40 runs went to %d of the %d users, want all of them", len(seen), users)
+	}
+}
