@@ -1,0 +1,203 @@
+package appliance
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func newTestStore(t *testing.T) *Store {
+	t.Helper()
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	st, err := OpenStore(t.Context(), filepath.Join(t.TempDir(), "kernelbox.db"), func() time.Time { now = now.Add(time.Second); return now })
+	if err != nil {
+		t.Fatalf("OpenStore: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// scored stores a leaderboard submission whose public run scores score and
+// whose secret run passes or not.
+func scored(t *testing.T, st *Store, lb *Leaderboard, u *User, score float64, secretPasses bool) int64 {
+	t.Helper()
+	ctx := t.Context()
+	sub, err := st.CreateSubmission(ctx, NewSubmission{Leaderboard: lb, User: u, FileName: "s.py", Code: []byte("x = 1\n"),
+		GPUType: "cpu", Mode: "leaderboard", Category: CategoryRanked, Secret: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range sub.Runs {
+		if ok, err := st.StartRun(ctx, r.ID, "lease", "cpu:0"); err != nil || !ok {
+			t.Fatalf("StartRun: %v, %v", ok, err)
+		}
+		res := RunResult{Status: StatusDone, Passed: true, Score: &score}
+		if r.Secret && !secretPasses {
+			res = RunResult{Status: StatusDone, Reason: "test 3 (secret case) wrong"}
+		}
+		if _, err := st.FinishRun(ctx, r.ID, "lease", res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sub.ID
+}
+
+func TestStore_Ranking(t *testing.T) {
+	t.Parallel()
+	st := newTestStore(t)
+	ctx := t.Context()
+	if _, err := st.PutLeaderboard(ctx, LeaderboardSpec{Name: "lb", Lang: "py", RankingBy: "geom", GPUs: []string{"cpu"}, ProblemDir: "/x"}); err != nil {
+		t.Fatal(err)
+	}
+	lb, err := st.Leaderboard(ctx, "lb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := map[string]*User{}
+	for _, n := range []string{"ann", "bob", "cid", "dan", "eve"} {
+		u, _, err := st.CreateUser(ctx, n, RoleContestant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		users[n] = u
+	}
+	scored(t, st, lb, users["ann"], 3, true)
+	annBest := scored(t, st, lb, users["ann"], 2, true)
+	scored(t, st, lb, users["ann"], 2, true) // equal to her best, later: not her best
+	bob := scored(t, st, lb, users["bob"], 2, true)
+	scored(t, st, lb, users["cid"], 1, false) // fastest, but failed the secret run
+	cidOK := scored(t, st, lb, users["cid"], 4, true)
+	hacked := scored(t, st, lb, users["dan"], 0.5, true)
+	if err := st.SetHacked(ctx, hacked, true); err != nil {
+		t.Fatal(err)
+	}
+	scored(t, st, lb, users["eve"], 0.1, true)
+	if err := st.SetBanned(ctx, "eve", true); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := st.Ranking(ctx, lb.ID, "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		Rank  int
+		User  string
+		Score float64
+		Sub   int64
+	}
+	var got []row
+	for _, r := range rows {
+		got = append(got, row{r.Rank, r.User, r.Score, r.Submission})
+	}
+	want := []row{{1, "ann", 2, annBest}, {1, "bob", 2, bob}, {3, "cid", 4, cidOK}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Ranking (-want +got):\n%s", diff)
+	}
+	if rows, _ := st.Ranking(ctx, lb.ID, "H200"); len(rows) != 0 {
+		t.Errorf("Ranking(H200) = %v, want none", rows)
+	}
+}
+
+func TestStore_SecretFailureHidesItsReason(t *testing.T) {
+	t.Parallel()
+	st := newTestStore(t)
+	ctx := t.Context()
+	if _, err := st.PutLeaderboard(ctx, LeaderboardSpec{Name: "lb", Lang: "py", RankingBy: "geom", GPUs: []string{"cpu"}, ProblemDir: "/x"}); err != nil {
+		t.Fatal(err)
+	}
+	lb, _ := st.Leaderboard(ctx, "lb")
+	u, _, _ := st.CreateUser(ctx, "ann", RoleContestant)
+	sub, err := st.Submission(ctx, scored(t, st, lb, u, 1, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sub.Passed || sub.Score != nil || sub.Status != StatusDone || strings.Contains(sub.Reason, "secret case") {
+		t.Errorf("submission failing its secret run = %+v; want done, not passed, no score, the secret case not named", sub)
+	}
+	redact(sub, u)
+	for _, r := range sub.Runs {
+		if r.Secret && (strings.Contains(r.Reason, "secret case") || r.Report != nil) {
+			t.Errorf("the contestant's view of the secret run shows %q / %s", r.Reason, r.Report)
+		}
+	}
+}
+
+func TestStore_TokensAreHashed(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "kernelbox.db")
+	st, err := OpenStore(t.Context(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, token, err := st.CreateUser(t.Context(), "ann", RoleContestant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, err := st.CreateInvite(t.Context(), Invite{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, err := st.Authenticate(t.Context(), token); err != nil || u.Name != "ann" {
+		t.Fatalf("Authenticate(token) = %v, %v", u, err)
+	}
+	if _, err := st.Authenticate(t.Context(), token+"x"); ErrorCode(err) != CodeUnauthorized {
+		t.Errorf("Authenticate(wrong) = %v, want unauthorized", err)
+	}
+	st.Close()
+	for _, f := range []string{path, path + "-wal"} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, secret := range []string{token, code} {
+			if strings.Contains(string(data), secret) {
+				t.Errorf("%s holds a secret in clear text", filepath.Base(f))
+			}
+		}
+	}
+}
+
+func TestStore_CancelSettles(t *testing.T) {
+	t.Parallel()
+	st := newTestStore(t)
+	ctx := context.Background()
+	if _, err := st.PutLeaderboard(ctx, LeaderboardSpec{Name: "lb", Lang: "py", RankingBy: "geom", GPUs: []string{"cpu"}, ProblemDir: "/x"}); err != nil {
+		t.Fatal(err)
+	}
+	lb, _ := st.Leaderboard(ctx, "lb")
+	u, _, _ := st.CreateUser(ctx, "ann", RoleContestant)
+	sub, err := st.CreateSubmission(ctx, NewSubmission{Leaderboard: lb, User: u, FileName: "s.py", Code: []byte("x\n"),
+		GPUType: "cpu", Mode: "leaderboard", Category: CategoryRanked, Secret: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range sub.Runs {
+		if err := st.SetRunJob(ctx, r.ID, int64(100+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.StartRun(ctx, sub.Runs[0].ID, "lease", "cpu:0"); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := st.CancelSubmission(ctx, sub.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int64{100, 101}, jobs); diff != "" {
+		t.Errorf("CancelSubmission jobs (-want +got):\n%s", diff)
+	}
+	// The holder's late result is refused: its lease no longer counts.
+	if _, err := st.FinishRun(ctx, sub.Runs[0].ID, "lease", RunResult{Status: StatusDone, Passed: true}); ErrorCode(err) != CodeConflict {
+		t.Errorf("FinishRun after cancel = %v, want a conflict", err)
+	}
+	got, err := st.Submission(ctx, sub.ID)
+	if err != nil || got.Status != StatusCancelled || got.Passed {
+		t.Errorf("after cancel: %+v, %v; want cancelled, not passed", got, err)
+	}
+}
