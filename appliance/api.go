@@ -420,7 +420,7 @@ type EventsPage struct {
 // events is the long-poll: it answers at once when there are events after
 // the cursor, else waits for the next change up to wait (30 s at most).
 // A waiting request holds no worker and no timer per job: it sleeps on the
-// store's change broadcast.
+// store's channel for that submission.
 func (a *API) events(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
@@ -443,7 +443,7 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) error {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
-		changed := a.svc.store.Changed()
+		changed := a.svc.store.Changed(id)
 		evs, err := a.svc.store.SubmissionEvents(r.Context(), id, after)
 		if err != nil {
 			return err

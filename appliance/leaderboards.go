@@ -86,7 +86,7 @@ func (s *Store) PutLeaderboard(ctx context.Context, spec LeaderboardSpec) (creat
 	// A positive 31-bit seed: the harness adds it to each case's seed.
 	seed := int64(binary.LittleEndian.Uint32(seedBytes[:]) >> 1)
 	now := ms(s.now())
-	err = s.update(ctx, "put leaderboard "+spec.Name, func(tx *sql.Tx) error {
+	err = s.update(ctx, "put leaderboard "+spec.Name, func(tx *txn) error {
 		var id int64
 		err := tx.QueryRowContext(ctx, `SELECT id FROM leaderboards WHERE name = ?`, spec.Name).Scan(&id)
 		switch {
@@ -229,7 +229,7 @@ func (s *Store) ChangeLeaderboard(ctx context.Context, name string, ch Leaderboa
 			return nil, Errorf(CodeInvalid, "rate limit category %q: want test or ranked", c)
 		}
 	}
-	err := s.update(ctx, "change leaderboard "+name, func(tx *sql.Tx) error {
+	err := s.update(ctx, "change leaderboard "+name, func(tx *txn) error {
 		l, err := leaderboardByName(ctx, tx, name)
 		if err != nil {
 			return err

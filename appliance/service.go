@@ -289,7 +289,8 @@ func (s *Service) checkRate(ctx context.Context, lb *Leaderboard, u *User, categ
 	return nil
 }
 
-// enqueue puts each run's job in the queue under its idempotent key.
+// enqueue puts each run's job in the queue under its idempotent key, and
+// records the job ids in the store and in runs.
 func (s *Service) enqueue(ctx context.Context, subID int64, user, category string, runs []RunRecord) error {
 	class := queue.ClassRanked
 	if category == CategoryTest {
@@ -311,6 +312,7 @@ func (s *Service) enqueue(ctx context.Context, subID int64, user, category strin
 		if err := s.store.SetRunJob(ctx, r.ID, ids[i]); err != nil {
 			return err
 		}
+		runs[i].JobID = ids[i]
 	}
 	s.wake.Fire()
 	return nil

@@ -28,10 +28,11 @@ type Store struct {
 	db  *sql.DB
 	now func() time.Time
 
-	// changed is closed and replaced whenever an event is appended, so
-	// long-polling watchers wake without a goroutine or a timer each.
+	// watched holds, per submission someone is long-polling, a channel
+	// closed at its next event: watchers wake without a goroutine or a
+	// timer each.
 	mu      sync.Mutex
-	changed chan struct{}
+	watched map[int64]chan struct{}
 }
 
 // OpenStore opens (creating if needed) the database at path.
@@ -43,7 +44,7 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{db: db, now: now, changed: make(chan struct{})}, nil
+	return &Store{db: db, now: now, watched: map[int64]chan struct{}{}}, nil
 }
 
 // Close closes the database.
@@ -134,26 +135,22 @@ func (s *Store) CreateUser(ctx context.Context, name string, role Role) (*User, 
 	if err := validName("user", name); err != nil {
 		return nil, "", err
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, "", fmt.Errorf("create user %s: %w", name, err)
-	}
-	defer tx.Rollback()
-	u, token, err := createUser(ctx, tx, s.now(), name, role)
+	var u *User
+	var token string
+	err := s.update(ctx, "create user "+name, func(tx *txn) error {
+		var err error
+		if u, token, err = createUser(ctx, tx, s.now(), name, role); err != nil {
+			return err
+		}
+		return appendEvent(ctx, tx, s.now(), "user.created", u.ID, 0, map[string]any{"name": name, "role": role})
+	})
 	if err != nil {
 		return nil, "", err
 	}
-	if err := appendEvent(ctx, tx, s.now(), "user.created", u.ID, 0, map[string]any{"name": name, "role": role}); err != nil {
-		return nil, "", err
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, "", fmt.Errorf("create user %s: %w", name, err)
-	}
-	s.notify()
 	return u, token, nil
 }
 
-func createUser(ctx context.Context, tx *sql.Tx, now time.Time, name string, role Role) (*User, string, error) {
+func createUser(ctx context.Context, tx *txn, now time.Time, name string, role Role) (*User, string, error) {
 	u := &User{Name: name, Role: role, Created: now.UTC()}
 	err := tx.QueryRowContext(ctx, `INSERT INTO users (name, role, created_ms) VALUES (?, ?, ?) RETURNING id`,
 		name, role, ms(now)).Scan(&u.ID)
@@ -170,7 +167,7 @@ func createUser(ctx context.Context, tx *sql.Tx, now time.Time, name string, rol
 	return u, token, nil
 }
 
-func insertToken(ctx context.Context, tx *sql.Tx, now time.Time, userID int64, label string) (string, error) {
+func insertToken(ctx context.Context, tx *txn, now time.Time, userID int64, label string) (string, error) {
 	token, hash, err := newSecret("kb_")
 	if err != nil {
 		return "", err
@@ -185,29 +182,24 @@ func insertToken(ctx context.Context, tx *sql.Tx, now time.Time, userID int64, l
 // IssueToken gives the named user one more API token. With revokeOthers,
 // the user's earlier tokens stop working (a leaked token).
 func (s *Store) IssueToken(ctx context.Context, name string, revokeOthers bool) (string, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return "", fmt.Errorf("issue token for %s: %w", name, err)
-	}
-	defer tx.Rollback()
-	u, err := userByName(ctx, tx, name)
-	if err != nil {
-		return "", err
-	}
-	if revokeOthers {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM tokens WHERE user_id = ?`, u.ID); err != nil {
-			return "", fmt.Errorf("issue token for %s: %w", name, err)
+	var token string
+	err := s.update(ctx, "issue token for "+name, func(tx *txn) error {
+		u, err := userByName(ctx, tx, name)
+		if err != nil {
+			return err
 		}
-	}
-	token, err := insertToken(ctx, tx, s.now(), u.ID, "issued")
+		if revokeOthers {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM tokens WHERE user_id = ?`, u.ID); err != nil {
+				return err
+			}
+		}
+		if token, err = insertToken(ctx, tx, s.now(), u.ID, "issued"); err != nil {
+			return err
+		}
+		return appendEvent(ctx, tx, s.now(), "token.issued", u.ID, 0, map[string]any{"revoked_others": revokeOthers})
+	})
 	if err != nil {
-		return "", fmt.Errorf("issue token for %s: %w", name, err)
-	}
-	if err := appendEvent(ctx, tx, s.now(), "token.issued", u.ID, 0, map[string]any{"revoked_others": revokeOthers}); err != nil {
 		return "", err
-	}
-	if err := tx.Commit(); err != nil {
-		return "", fmt.Errorf("issue token for %s: %w", name, err)
 	}
 	return token, nil
 }
@@ -282,7 +274,7 @@ func (s *Store) Users(ctx context.Context) ([]User, error) {
 // authenticates (so they are told why), but they cannot submit and their
 // entries leave the rankings.
 func (s *Store) SetBanned(ctx context.Context, name string, banned bool) error {
-	return s.update(ctx, "ban "+name, func(tx *sql.Tx) error {
+	return s.update(ctx, "ban "+name, func(tx *txn) error {
 		u, err := userByName(ctx, tx, name)
 		if err != nil {
 			return err
@@ -294,12 +286,21 @@ func (s *Store) SetBanned(ctx context.Context, name string, banned bool) error {
 	})
 }
 
-// update runs fn in a write transaction and wakes watchers after it.
-func (s *Store) update(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+// txn is a write transaction that remembers which submissions got events,
+// so that only their watchers are woken after the commit.
+type txn struct {
+	*sql.Tx
+	touched map[int64]bool
+}
+
+// update runs fn in a write transaction and wakes the watchers of the
+// submissions it logged events for.
+func (s *Store) update(ctx context.Context, op string, fn func(tx *txn) error) error {
+	sqlTx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
+	tx := &txn{Tx: sqlTx, touched: map[int64]bool{}}
 	defer tx.Rollback()
 	if err := fn(tx); err != nil {
 		var e *Error
@@ -311,7 +312,7 @@ func (s *Store) update(ctx context.Context, op string, fn func(tx *sql.Tx) error
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	s.notify()
+	s.notify(tx.touched)
 	return nil
 }
 
@@ -338,7 +339,7 @@ func (s *Store) CreateInvite(ctx context.Context, inv Invite) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	err = s.update(ctx, "create invite", func(tx *sql.Tx) error {
+	err = s.update(ctx, "create invite", func(tx *txn) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO invites (hash, role, uses_left, expires_ms, created_ms) VALUES (?, ?, ?, ?, ?)`,
 			hash, inv.Role, inv.Uses, nullMS(inv.Expires), ms(s.now())); err != nil {
 			return err
@@ -368,7 +369,7 @@ func (s *Store) Register(ctx context.Context, code, name string) (*User, string,
 	}
 	var u *User
 	var token string
-	err := s.update(ctx, "register "+name, func(tx *sql.Tx) error {
+	err := s.update(ctx, "register "+name, func(tx *txn) error {
 		hash := hashSecret(code)
 		var role Role
 		var uses int
@@ -405,7 +406,7 @@ func (s *Store) Register(ctx context.Context, code, name string) (*User, string,
 // leaderboards, without a new account.
 func (s *Store) Join(ctx context.Context, code string, u *User) ([]string, error) {
 	var names []string
-	err := s.update(ctx, "join", func(tx *sql.Tx) error {
+	err := s.update(ctx, "join", func(tx *txn) error {
 		hash := hashSecret(code)
 		var uses int
 		var expires sql.NullInt64
@@ -451,7 +452,7 @@ type Event struct {
 	Data       json.RawMessage `json:"data"`
 }
 
-func appendEvent(ctx context.Context, tx *sql.Tx, now time.Time, kind string, userID, subID int64, data any) error {
+func appendEvent(ctx context.Context, tx *txn, now time.Time, kind string, userID, subID int64, data any) error {
 	b, err := json.Marshal(data)
 	if err != nil {
 		return fmt.Errorf("event %s: %w", kind, err)
@@ -467,28 +468,43 @@ func appendEvent(ctx context.Context, tx *sql.Tx, now time.Time, kind string, us
 		ms(now), kind, uid, sid, string(b)); err != nil {
 		return fmt.Errorf("event %s: %w", kind, err)
 	}
+	if subID != 0 {
+		tx.touched[subID] = true
+	}
 	return nil
 }
 
 // AppendEvent logs an event outside any other change.
 func (s *Store) AppendEvent(ctx context.Context, kind string, subID int64, data any) error {
-	return s.update(ctx, "log "+kind, func(tx *sql.Tx) error {
+	return s.update(ctx, "log "+kind, func(tx *txn) error {
 		return appendEvent(ctx, tx, s.now(), kind, 0, subID, data)
 	})
 }
 
-func (s *Store) notify() {
-	s.mu.Lock()
-	close(s.changed)
-	s.changed = make(chan struct{})
-	s.mu.Unlock()
-}
-
-// Changed returns a channel that is closed at the next change.
-func (s *Store) Changed() <-chan struct{} {
+func (s *Store) notify(subs map[int64]bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.changed
+	for id := range subs {
+		if ch, ok := s.watched[id]; ok {
+			close(ch)
+			delete(s.watched, id)
+		}
+	}
+}
+
+// Changed returns a channel that is closed when the submission next gets
+// an event. Watchers of one submission share it; a commit wakes only the
+// watchers of the submissions it touched, so a thousand long-polls cost
+// nothing while their submissions wait.
+func (s *Store) Changed(subID int64) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch, ok := s.watched[subID]
+	if !ok {
+		ch = make(chan struct{})
+		s.watched[subID] = ch
+	}
+	return ch
 }
 
 // SubmissionEvents returns the submission's events after the given id.

@@ -100,7 +100,7 @@ func (s *Store) CreateSubmission(ctx context.Context, ns NewSubmission) (*Submis
 	sub := &Submission{Leaderboard: ns.Leaderboard.Name, User: ns.User.Name, FileName: ns.FileName, SHA256: sha,
 		GPUType: ns.GPUType, Mode: ns.Mode, Category: ns.Category, Status: StatusQueued, Created: now.UTC(),
 		userID: ns.User.ID, leaderboardID: ns.Leaderboard.ID}
-	err := s.update(ctx, "store submission", func(tx *sql.Tx) error {
+	err := s.update(ctx, "store submission", func(tx *txn) error {
 		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO code (sha256, data, size) VALUES (?, ?, ?)`, sha, ns.Code, len(ns.Code)); err != nil {
 			return err
 		}
@@ -155,7 +155,7 @@ func (s *Store) SetRunJob(ctx context.Context, runID, jobID int64) error {
 // when the run has already ended (its result was stored before a crash
 // lost the queue's copy of that): the job must then be finished, not run.
 func (s *Store) StartRun(ctx context.Context, runID int64, lease, gpuID string) (started bool, err error) {
-	err = s.update(ctx, fmt.Sprintf("start run %d", runID), func(tx *sql.Tx) error {
+	err = s.update(ctx, fmt.Sprintf("start run %d", runID), func(tx *txn) error {
 		var subID int64
 		err := tx.QueryRowContext(ctx, `UPDATE runs SET status = 'running', lease_token = ?, gpu_id = ?, attempts = attempts + 1, started_ms = ?
 			WHERE id = ? AND status IN ('queued','running') RETURNING submission_id`, lease, gpuID, ms(s.now()), runID).Scan(&subID)
@@ -192,7 +192,7 @@ type RunResult struct {
 // and the score that ranks it (a leaderboard run whose twin also passed).
 func (s *Store) FinishRun(ctx context.Context, runID int64, lease string, res RunResult) (*Submission, error) {
 	var subID int64
-	err := s.update(ctx, fmt.Sprintf("finish run %d", runID), func(tx *sql.Tx) error {
+	err := s.update(ctx, fmt.Sprintf("finish run %d", runID), func(tx *txn) error {
 		err := tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, passed = ?, score = ?, reason = ?, report = ?, system_info = ?,
 				telemetry = ?, profile_path = ?, finished_ms = ?, lease_token = NULL
 			WHERE id = ? AND lease_token = ? AND status = 'running' RETURNING submission_id`,
@@ -217,7 +217,7 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, lease string, res Ru
 }
 
 // settle closes the submission once none of its runs is open.
-func settle(ctx context.Context, tx *sql.Tx, now time.Time, subID int64) error {
+func settle(ctx context.Context, tx *txn, now time.Time, subID int64) error {
 	runs, err := runsOf(ctx, tx, subID)
 	if err != nil {
 		return err
@@ -267,7 +267,7 @@ func settle(ctx context.Context, tx *sql.Tx, now time.Time, subID int64) error {
 // queue jobs, which the caller cancels in the queue.
 func (s *Store) CancelSubmission(ctx context.Context, subID int64) ([]int64, error) {
 	var jobs []int64
-	err := s.update(ctx, fmt.Sprintf("cancel submission %d", subID), func(tx *sql.Tx) error {
+	err := s.update(ctx, fmt.Sprintf("cancel submission %d", subID), func(tx *txn) error {
 		var status string
 		if err := tx.QueryRowContext(ctx, `SELECT status FROM submissions WHERE id = ?`, subID).Scan(&status); errors.Is(err, sql.ErrNoRows) {
 			return Errorf(CodeNotFound, "no submission %d", subID)
@@ -301,7 +301,7 @@ func (s *Store) CancelSubmission(ctx context.Context, subID int64) ([]int64, err
 // FailRun ends a run that the queue gave up on (its attempts spent while no
 // runner held it), without a lease.
 func (s *Store) FailRun(ctx context.Context, runID int64, status, reason string) error {
-	return s.update(ctx, fmt.Sprintf("fail run %d", runID), func(tx *sql.Tx) error {
+	return s.update(ctx, fmt.Sprintf("fail run %d", runID), func(tx *txn) error {
 		var subID int64
 		err := tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, reason = ?, finished_ms = ?, lease_token = NULL
 			WHERE id = ? AND status IN ('queued','running') RETURNING submission_id`, status, reason, ms(s.now()), runID).Scan(&subID)
@@ -517,7 +517,7 @@ func (s *Store) LoadRun(ctx context.Context, runID int64) (*RunContext, error) {
 // SetHacked marks a submission as hacked (or clears it), which takes it
 // out of the rankings.
 func (s *Store) SetHacked(ctx context.Context, subID int64, hacked bool) error {
-	return s.update(ctx, fmt.Sprintf("mark submission %d", subID), func(tx *sql.Tx) error {
+	return s.update(ctx, fmt.Sprintf("mark submission %d", subID), func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE submissions SET hacked = ? WHERE id = ?`, hacked, subID)
 		if err != nil {
 			return err
@@ -534,7 +534,7 @@ func (s *Store) SetHacked(ctx context.Context, subID int64, hacked bool) error {
 // were still open, for the caller to cancel.
 func (s *Store) DeleteSubmission(ctx context.Context, subID int64) ([]int64, error) {
 	var jobs []int64
-	err := s.update(ctx, fmt.Sprintf("delete submission %d", subID), func(tx *sql.Tx) error {
+	err := s.update(ctx, fmt.Sprintf("delete submission %d", subID), func(tx *txn) error {
 		rows, err := tx.QueryContext(ctx, `SELECT COALESCE(job_id, 0) FROM runs WHERE submission_id = ? AND status IN ('queued','running')`, subID)
 		if err != nil {
 			return err
