@@ -12,7 +12,7 @@ import (
 	"kernelbox/internal/testutil"
 )
 
-func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
+func runCLI(t testing.TB, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	err := Run(t.Context(), append([]string{"kernelbox"}, args...), &out, &errb)

@@ -21,7 +21,7 @@ import (
 // testDaemon is a real daemon on a temporary data directory, a
 // 127.0.0.1:0 listener, the real sandbox and the CPU backend.
 type testDaemon struct {
-	t      *testing.T
+	t      testing.TB
 	d      *Daemon
 	dir    string
 	server string
@@ -68,7 +68,7 @@ func testCgroupParent(t testing.TB) string {
 	return name
 }
 
-func startDaemon(t *testing.T, dir string, mutate func(*Config)) *testDaemon {
+func startDaemon(t testing.TB, dir string, mutate func(*Config)) *testDaemon {
 	t.Helper()
 	requireRootSandbox(t)
 	it := testutil.RequireTorch(t)

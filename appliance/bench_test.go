@@ -1,0 +1,113 @@
+package appliance
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// benchDaemon starts a daemon for a benchmark: the quick problem, users
+// enough that no queued-job cap is hit.
+func benchDaemon(b *testing.B, slots int) (*testDaemon, []*Client, []byte) {
+	b.Helper()
+	td := startDaemon(b, b.TempDir(), func(c *Config) {
+		c.CPUSlots = slots
+		c.MaxQueuedPerUser = 100000
+		c.RateLimits = map[string]int{}
+	})
+	td.loadQuick()
+	code, err := os.ReadFile(quickSolution("correct/double.py"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var clients []*Client
+	for i := range 8 {
+		c, _ := td.user(fmt.Sprintf("bench%d", i))
+		clients = append(clients, c)
+	}
+	return td, clients, code
+}
+
+// BenchmarkDaemon_Accept measures submissions accepted per second through
+// the HTTP API (checks, store, enqueue; FULL synchronous commits), from 8
+// users at once, while the runner works through them.
+func BenchmarkDaemon_Accept(b *testing.B) {
+	td, clients, code := benchDaemon(b, 2)
+	ctx := b.Context()
+	var next sync.Mutex
+	n := 0
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	start := time.Now()
+	for _, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				next.Lock()
+				if n >= b.N {
+					next.Unlock()
+					return
+				}
+				n++
+				next.Unlock()
+				if _, err := c.Submit(ctx, SubmitRequest{Code: code, Mode: "test"}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "submissions/s")
+	b.StopTimer()
+	td.stop()
+}
+
+// BenchmarkDaemon_IdleGap measures how long one slot sits idle between two
+// jobs when the queue is full: from one run's result being stored to the
+// next run being started on the same slot (claim, lease, load). Target:
+// under 50 ms.
+func BenchmarkDaemon_IdleGap(b *testing.B) {
+	td, clients, code := benchDaemon(b, 1)
+	ctx := b.Context()
+	jobs := b.N + 1
+	var ids []int64
+	for i := range jobs {
+		sub, err := clients[i%len(clients)].Submit(ctx, SubmitRequest{Code: code, Mode: "test"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids = append(ids, sub.ID)
+	}
+	type span struct{ start, end time.Time }
+	var spans []span
+	for _, id := range ids {
+		v, err := td.admin.Wait(ctx, id, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		spans = append(spans, span{v.Runs[0].Started, v.Runs[0].Finished})
+	}
+	b.StopTimer()
+	slices.SortFunc(spans, func(x, y span) int { return x.start.Compare(y.start) })
+	var gaps []float64
+	for i := 1; i < len(spans); i++ {
+		gaps = append(gaps, float64(spans[i].start.Sub(spans[i-1].end).Microseconds())/1000)
+	}
+	if len(gaps) == 0 {
+		return
+	}
+	slices.Sort(gaps)
+	sum := 0.0
+	for _, g := range gaps {
+		sum += g
+	}
+	b.ReportMetric(sum/float64(len(gaps)), "gap-mean-ms")
+	b.ReportMetric(gaps[len(gaps)/2], "gap-p50-ms")
+	b.ReportMetric(gaps[len(gaps)-1], "gap-max-ms")
+	td.stop()
+}
