@@ -20,8 +20,8 @@ setup: ## install the system packages the build and the CPU backend need (idempo
 build: ## build bin/kernelbox
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kernelbox
 
-demo: setup build ## evaluate the bundled vectoradd solution in leaderboard mode on this machine
-	./$(BIN) eval --problem vectoradd --mode leaderboard problems/library/vectoradd/solutions/correct/chunked_add.py
+demo: setup build ## start the daemon on a temp dir, submit the bundled vectoradd solutions through the CLI, show the ranking, stop
+	KB=./$(BIN) ./packaging/demo.sh
 
 test: setup ## run every test: Go, the Python harness, every problem's fixtures, the sandbox red team (as root)
 	$(GO) test -count=1 -timeout 40m ./...

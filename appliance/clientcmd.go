@@ -439,7 +439,11 @@ func printProgress(w io.Writer, ev Event) {
 	_ = json.Unmarshal(ev.Data, &d)
 	switch ev.Kind {
 	case "run.started":
-		fmt.Fprintf(w, "  running on %v\n", d["gpu_id"])
+		if d["secret"] == true {
+			fmt.Fprintf(w, "  secret-seed run started on %v\n", d["gpu_id"])
+		} else {
+			fmt.Fprintf(w, "  run started on %v\n", d["gpu_id"])
+		}
 	case "run.retried":
 		fmt.Fprintf(w, "  the box failed to run it; retrying (attempt %v)\n", d["attempt"])
 	case "run.phase":

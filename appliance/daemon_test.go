@@ -196,6 +196,28 @@ func TestDaemon_SubmitThroughCLI(t *testing.T) {
 	if code != ExitFailed || res.Passed || res.Score != nil || !strings.Contains(res.Reason, "secret") {
 		t.Errorf("submit secret_fail = exit %d, %+v; want exit 1, not passed, no score, a secret-run reason", code, res)
 	}
+	// Nothing the contestant can read names the secret inputs.
+	annC, _ := NewClient(td.server, ann)
+	page, err := annC.Events(t.Context(), res.ID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range page.Events {
+		var d struct {
+			Secret bool `json:"secret"`
+		}
+		_ = json.Unmarshal(ev.Data, &d)
+		if d.Secret && strings.Contains(string(ev.Data), "wrong result") {
+			t.Errorf("event %s of the secret run shows its failure: %s", ev.Kind, ev.Data)
+		}
+	}
+	if v, err := annC.Submission(t.Context(), res.ID, false); err == nil {
+		for _, r := range v.Runs {
+			if r.Secret && (strings.Contains(r.Reason, "wrong result") || r.Report != nil) {
+				t.Errorf("the secret run as the contestant sees it: %q, %s", r.Reason, r.Report)
+			}
+		}
+	}
 
 	out, _, code = td.cli(ann, "leaderboard", "quick", "--gpu", "cpu", "--json")
 	var rows []RankRow

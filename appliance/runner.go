@@ -306,10 +306,16 @@ func (r *runner) evaluate(ctx context.Context, slot Slot, rc *RunContext) (*prob
 		Mode: mode, Python: r.python.Path, Device: slot.Device, Seed: seed, Env: env, WorkDir: work,
 		Submission: rc.Code, OutputLimit: 64 << 10,
 		OnPhase: func(ph problems.Phase) {
-			ev := phaseEvent{Run: rc.Run.ID, Secret: rc.Run.Secret, Phase: ph.Name, Passed: ph.Passed, Reason: ph.Reason, Wall: ph.Wall}
-			if ph.Result != nil && !rc.Run.Secret {
-				ev.Tests = ph.Result.Tests
-				ev.Benchmarks = ph.Result.Benchmarks
+			ev := phaseEvent{Run: rc.Run.ID, Secret: rc.Run.Secret, Phase: ph.Name, Passed: ph.Passed, Wall: ph.Wall}
+			switch {
+			case rc.Run.Secret && !ph.Passed:
+				// A secret run's reason names the failing case and its seed.
+				ev.Reason = "failed on the secret inputs"
+			case !rc.Run.Secret:
+				ev.Reason = ph.Reason
+				if ph.Result != nil {
+					ev.Tests, ev.Benchmarks = ph.Result.Tests, ph.Result.Benchmarks
+				}
 			}
 			if err := r.svc.store.AppendEvent(ctx, "run.phase", subID, ev); err != nil {
 				r.log.Warn("log phase", logRun, rc.Run.ID, "err", err)

@@ -157,8 +157,9 @@ func (s *Store) SetRunJob(ctx context.Context, runID, jobID int64) error {
 func (s *Store) StartRun(ctx context.Context, runID int64, lease, gpuID string) (started bool, err error) {
 	err = s.update(ctx, fmt.Sprintf("start run %d", runID), func(tx *txn) error {
 		var subID int64
+		var secret bool
 		err := tx.QueryRowContext(ctx, `UPDATE runs SET status = 'running', lease_token = ?, gpu_id = ?, attempts = attempts + 1, started_ms = ?
-			WHERE id = ? AND status IN ('queued','running') RETURNING submission_id`, lease, gpuID, ms(s.now()), runID).Scan(&subID)
+			WHERE id = ? AND status IN ('queued','running') RETURNING submission_id, secret`, lease, gpuID, ms(s.now()), runID).Scan(&subID, &secret)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
@@ -169,7 +170,7 @@ func (s *Store) StartRun(ctx context.Context, runID int64, lease, gpuID string) 
 		if _, err := tx.ExecContext(ctx, `UPDATE submissions SET status = 'running' WHERE id = ? AND status = 'queued'`, subID); err != nil {
 			return err
 		}
-		return appendEvent(ctx, tx, s.now(), "run.started", 0, subID, map[string]any{"run": runID, "gpu_id": gpuID})
+		return appendEvent(ctx, tx, s.now(), "run.started", 0, subID, map[string]any{"run": runID, "gpu_id": gpuID, "secret": secret})
 	})
 	return started, err
 }
@@ -193,19 +194,24 @@ type RunResult struct {
 func (s *Store) FinishRun(ctx context.Context, runID int64, lease string, res RunResult) (*Submission, error) {
 	var subID int64
 	err := s.update(ctx, fmt.Sprintf("finish run %d", runID), func(tx *txn) error {
+		var secret bool
 		err := tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, passed = ?, score = ?, reason = ?, report = ?, system_info = ?,
 				telemetry = ?, profile_path = ?, finished_ms = ?, lease_token = NULL
-			WHERE id = ? AND lease_token = ? AND status = 'running' RETURNING submission_id`,
+			WHERE id = ? AND lease_token = ? AND status = 'running' RETURNING submission_id, secret`,
 			res.Status, res.Passed, res.Score, res.Reason, string(res.Report), string(res.SystemInfo), string(res.Telemetry),
-			res.Profile, ms(s.now()), runID, lease).Scan(&subID)
+			res.Profile, ms(s.now()), runID, lease).Scan(&subID, &secret)
 		if errors.Is(err, sql.ErrNoRows) {
 			return Errorf(CodeConflict, "run %d is no longer held by this lease", runID)
 		}
 		if err != nil {
 			return err
 		}
+		reason := res.Reason
+		if secret && reason != "" && res.Status == StatusDone {
+			reason = "failed on the secret inputs" // the event log is the owner's to read
+		}
 		if err := appendEvent(ctx, tx, s.now(), "run.finished", 0, subID,
-			map[string]any{"run": runID, "status": res.Status, "passed": res.Passed, "reason": res.Reason}); err != nil {
+			map[string]any{"run": runID, "secret": secret, "status": res.Status, "passed": res.Passed, "reason": reason}); err != nil {
 			return err
 		}
 		return settle(ctx, tx, s.now(), subID)
