@@ -1,7 +1,9 @@
 package appliance
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"kernelbox/internal/testutil"
+	"kernelbox/problems"
 	"kernelbox/sandbox"
 )
 
@@ -423,4 +426,98 @@ func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+func TestDaemon_LoadProblemSets(t *testing.T) {
+	t.Parallel()
+	td := startDaemon(t, t.TempDir(), func(c *Config) { c.MaxProblemBytes = 4 << 20 })
+	ctx := t.Context()
+	// A competition file that reaches into sibling directories (../harness).
+	out, errOut, code := td.cli(td.token, "admin", "problems", "load", lib(problems.LibraryCompetition), "--json")
+	if code != 0 {
+		t.Fatalf("admin problems load kernelbox.yaml = exit %d: %s", code, errOut)
+	}
+	var loaded []LoadedProblem
+	if err := json.Unmarshal([]byte(out), &loaded); err != nil || len(loaded) != 12 || !loaded[0].Created {
+		t.Fatalf("loaded = %v, %v; want 12 new leaderboards", loaded, err)
+	}
+	before, err := td.d.store.Leaderboard(ctx, "vectoradd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Loading again replaces the problems and keeps the secret seeds.
+	if _, errOut, code := td.cli(td.token, "admin", "problems", "load", lib(problems.LibraryCompetition)); code != 0 {
+		t.Fatalf("second load = exit %d: %s", code, errOut)
+	}
+	after, err := td.d.store.Leaderboard(ctx, "vectoradd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.SecretSeed != before.SecretSeed || after.ProblemDir == before.ProblemDir {
+		t.Errorf("reload: seed %d→%d, dir %s→%s; want the same seed and the new directory", before.SecretSeed, after.SecretSeed, before.ProblemDir, after.ProblemDir)
+	}
+
+	// A problem whose file comes from outside the uploaded set is refused.
+	evil := t.TempDir()
+	task := "files:\n  - {name: submission.py, source: \"@SUBMISSION@\"}\n  - {name: eval.py, source: eval.py}\n" +
+		"  - {name: stolen.txt, source: ../../../../../../../../etc/hostname}\nlang: py\nconfig: {main: eval.py}\n" +
+		"tests:\n  - {n: 1, seed: 1}\nbenchmarks:\n  - {n: 1, seed: 1}\n"
+	for name, body := range map[string]string{"task.yml": task, "eval.py": "print(1)\n"} {
+		if err := os.WriteFile(filepath.Join(evil, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat("/etc/hostname"); err == nil {
+		_, errOut, code = td.cli(td.token, "admin", "problems", "load", evil)
+		if code != ExitUsage || !strings.Contains(errOut, "outside the problem set") {
+			t.Errorf("load of a problem reading /etc/hostname = exit %d, %q; want exit 2, outside the problem set", code, errOut)
+		}
+	}
+	// Archives: a link, a path climbing out, garbage, too large.
+	for name, archive := range map[string][]byte{
+		"symlink":  tarGz(t, tarEntry{name: "task.yml", link: "/etc/passwd"}),
+		"climbing": tarGz(t, tarEntry{name: "../../x/task.yml", body: "x"}),
+		"garbage":  []byte("not a tarball"),
+	} {
+		if _, err := td.admin.LoadProblems(ctx, bytes.NewReader(archive), "", "evil"); ErrorCode(err) != CodeInvalid {
+			t.Errorf("LoadProblems(%s) = %v, want invalid", name, err)
+		}
+	}
+	noise := make([]byte, 5<<20)
+	_, _ = rand.Read(noise) // incompressible: the archive stays over the cap
+	big := tarGz(t, tarEntry{name: "task.yml", body: string(noise)})
+	if _, err := td.admin.LoadProblems(ctx, bytes.NewReader(big), "", "big"); ErrorCode(err) != CodeTooLarge {
+		t.Errorf("LoadProblems(5 MiB over a 4 MiB cap) = %v, want too_large", err)
+	}
+	if _, err := td.d.store.Leaderboard(ctx, "evil"); ErrorCode(err) != CodeNotFound {
+		t.Errorf("a refused set left a leaderboard: %v", err)
+	}
+	uploads, _ := os.ReadDir(filepath.Join(td.dir, "problems", "uploads"))
+	if len(uploads) != 2 {
+		t.Errorf("%d directories under problems/uploads, want the 2 loaded sets (refused ones removed)", len(uploads))
+	}
+}
+
+type tarEntry struct{ name, body, link string }
+
+func tarGz(t *testing.T, entries ...tarEntry) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for _, e := range entries {
+		h := &tar.Header{Name: e.name, Mode: 0o644, Size: int64(len(e.body)), Typeflag: tar.TypeReg}
+		if e.link != "" {
+			h.Typeflag, h.Linkname, h.Size = tar.TypeSymlink, e.link, 0
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(e.body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tw.Close()
+	zw.Close()
+	return buf.Bytes()
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path"
 	"path/filepath"
@@ -136,9 +137,19 @@ func unpackProblemSet(r io.Reader, parent string) (string, error) {
 		os.RemoveAll(dir)
 		return "", err
 	}
+	// A body over the upload cap shows up as a read error anywhere below.
+	damaged := func(format string, args ...any) (string, error) {
+		var mbe *http.MaxBytesError
+		for _, a := range args {
+			if e, ok := a.(error); ok && errors.As(e, &mbe) {
+				return fail(Errorf(CodeTooLarge, "the problem set is over the %d-byte upload limit", mbe.Limit))
+			}
+		}
+		return fail(Errorf(CodeInvalid, format, args...))
+	}
 	zr, err := gzip.NewReader(r)
 	if err != nil {
-		return fail(Errorf(CodeInvalid, "the problem set is not a gzipped tar: %v", err))
+		return damaged("the problem set is not a gzipped tar: %v", err)
 	}
 	tr := tar.NewReader(zr)
 	var files int
@@ -149,7 +160,7 @@ func unpackProblemSet(r io.Reader, parent string) (string, error) {
 			break
 		}
 		if err != nil {
-			return fail(Errorf(CodeInvalid, "the problem set archive is damaged: %v", err))
+			return damaged("the problem set archive is damaged: %v", err)
 		}
 		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
 		if name == "." {
@@ -182,7 +193,7 @@ func unpackProblemSet(r io.Reader, parent string) (string, error) {
 				err = cerr
 			}
 			if err != nil {
-				return fail(Errorf(CodeInvalid, "the problem set archive is damaged at %q: %v", h.Name, err))
+				return damaged("the problem set archive is damaged at %q: %v", h.Name, err)
 			}
 		default:
 			return fail(Errorf(CodeInvalid, "the problem set has %q, which is not a file or a directory (links are not taken)", h.Name))

@@ -71,7 +71,8 @@ func LoadCompetition(path string) (*Competition, error) {
 		case "description":
 			comp.Description, _ = scalarString(c, "description", v)
 		case "deadline":
-			if s, ok := scalarString(c, "deadline", v); ok {
+			// reference-kernels' pmpp_v2.yaml says deadline: "" for none.
+			if s, ok := scalarString(c, "deadline", v); ok && strings.TrimSpace(s) != "" {
 				d, err := ParseDeadline(s)
 				if err != nil {
 					c.add(v.Line, "deadline", "%v", err)
@@ -94,7 +95,7 @@ func LoadCompetition(path string) (*Competition, error) {
 					case "name":
 						p.Name, _ = scalarString(c, field+".name", pv)
 					case "deadline":
-						if s, ok := scalarString(c, field+".deadline", pv); ok {
+						if s, ok := scalarString(c, field+".deadline", pv); ok && strings.TrimSpace(s) != "" {
 							d, err := ParseDeadline(s)
 							if err != nil {
 								c.add(pv.Line, field+".deadline", "%v", err)

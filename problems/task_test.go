@@ -259,3 +259,29 @@ func FuzzParseTask(f *testing.F) {
 		}
 	})
 }
+
+// reference-kernels' pmpp_v2.yaml has deadline: "" at the top, meaning none,
+// and dates on its problems.
+func TestLoadCompetition_EmptyDeadline(t *testing.T) {
+	t.Parallel()
+	dir := writeProblem(t, validTask)
+	comp := filepath.Join(filepath.Dir(dir), "comp.yaml")
+	body := "name: practice\ndeadline: \"\"\ndescription: \"\"\nproblems:\n  - directory: " + filepath.Base(dir) +
+		"\n    name: a\n    deadline: \"2025-12-30\"\n    gpus:\n      - H100\n  - {directory: " + filepath.Base(dir) + ", name: b, deadline: \"\"}\n"
+	if err := os.WriteFile(comp, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadCompetition(comp)
+	if err != nil {
+		t.Fatalf("LoadCompetition() = %v", err)
+	}
+	if !c.Deadline.IsZero() || len(c.Problems) != 2 {
+		t.Fatalf("LoadCompetition() = deadline %v, %d problems; want none and 2", c.Deadline, len(c.Problems))
+	}
+	if got := c.Problems[0].Deadline.Format("2006-01-02"); got != "2025-12-30" {
+		t.Errorf("problem a deadline = %s, want 2025-12-30", got)
+	}
+	if !c.Problems[1].Deadline.IsZero() {
+		t.Errorf("problem b deadline = %v, want none", c.Problems[1].Deadline)
+	}
+}
