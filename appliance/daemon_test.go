@@ -256,6 +256,16 @@ func TestDaemon_SubmitThroughCLI(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil || len(list) != 5 {
 		t.Errorf("submissions list --json = exit %d, %d submissions (%v); want 5", code, len(list), err)
 	}
+	out, _, code = td.cli(ann, "problems", "template", "quick", "Python")
+	if want, _ := os.ReadFile(quickSolution("correct/double.py")); code != 0 || out != string(want) {
+		t.Errorf("problems template quick Python = exit %d, %q; want the template file", code, out)
+	}
+	if out, _, code = td.cli(ann, "problems", "show", "quick"); code != 0 || !strings.Contains(out, "Double every element") {
+		t.Errorf("problems show quick = exit %d, %q", code, out)
+	}
+	if out, _, code = td.cli(ann, "problems", "list"); code != 0 || !strings.HasPrefix(out, "quick") {
+		t.Errorf("problems list (with a server) = exit %d, %q; want the server's problems", code, out)
+	}
 	out, _, code = td.cli(ann, "leaderboards", "--json")
 	var lbs []LeaderboardInfo
 	if err := json.Unmarshal([]byte(out), &lbs); code != 0 || err != nil || len(lbs) != 1 || lbs[0].State != "active" || lbs[0].GPUs[0] != "cpu" {
