@@ -95,7 +95,8 @@ func TestDaemon_KillAndRestart(t *testing.T) {
 	dir := t.TempDir()
 	parent := testCgroupParent(t)
 	// A daemon killed with SIGKILL leaves its sandbox tmpfs mounted; the
-	// next one reuses it, and nobody unmounts it at the end.
+	// next one takes it over and unmounts it when it stops (checked below).
+	// Should that fail, the temporary directory must still go.
 	t.Cleanup(func() { _ = syscall.Unmount(filepath.Join(dir, "sandbox"), syscall.MNT_DETACH) })
 	p := startDaemonProcess(t, dir, parent)
 	token, err := os.ReadFile(AdminTokenFile(dir))
@@ -162,7 +163,13 @@ func TestDaemon_KillAndRestart(t *testing.T) {
 			}
 		}
 	}
-	p2.kill()
+	if err := p2.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-p2.done
+	if mi, err := os.ReadFile("/proc/thread-self/mountinfo"); err == nil && strings.Contains(string(mi), filepath.Join(dir, "sandbox")+" ") {
+		t.Errorf("the restarted daemon stopped and left the sandbox tmpfs of the killed one mounted")
+	}
 
 	// Exactly once: one stored result per run, and one succeeded job each.
 	st, err := OpenStore(ctx, filepath.Join(dir, "kernelbox.db"), nil)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/containerd/cgroups/v3"
@@ -96,11 +97,36 @@ func (r *Runtime) SetBudget(b Budget) error {
 // /proc/self/mountinfo (the main thread's view) can show a container's
 // mounts from then on (seen in CI).
 func cgroupMount(fstype, controller string) (string, error) {
+	point := ""
+	err := eachMount(func(mountPoint, fs, _, superOpts string) bool {
+		if fs != fstype {
+			return true
+		}
+		if controller == "" || slices.Contains(strings.Split(superOpts, ","), controller) {
+			point = mountPoint
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return "", err
+	}
+	if point != "" {
+		return point, nil
+	}
+	return "", fmt.Errorf("no %s mount with %q in the mount table", fstype, controller)
+}
+
+// eachMount calls fn with every mount of this thread's mount namespace
+// (mount point, filesystem type, source, super options) until fn returns
+// false. It reads /proc/thread-self on a locked thread, for the reason
+// cgroupMount gives.
+func eachMount(fn func(point, fstype, source, superOpts string) bool) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	f, err := os.Open("/proc/thread-self/mountinfo")
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -111,19 +137,14 @@ func cgroupMount(fstype, controller string) (string, error) {
 			continue
 		}
 		fields, tail := strings.Fields(pre), strings.Fields(post)
-		if len(fields) < 5 || len(tail) < 3 || tail[0] != fstype {
+		if len(fields) < 5 || len(tail) < 3 {
 			continue
 		}
-		if controller == "" {
-			return fields[4], nil
-		}
-		for _, opt := range strings.Split(tail[2], ",") {
-			if opt == controller {
-				return fields[4], nil
-			}
+		if !fn(fields[4], tail[0], tail[1], tail[2]) {
+			return nil
 		}
 	}
-	return "", fmt.Errorf("no %s mount with %q in the mount table", fstype, controller)
+	return sc.Err()
 }
 
 // runCgroups lists the run cgroups under the runtime's parent, by run id,

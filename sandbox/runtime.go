@@ -74,15 +74,27 @@ func NewRuntime(root string, logger *slog.Logger) (*Runtime, error) {
 // tmpfs its pages are charged to the run's own memory cgroup instead of
 // filling the host's disk.
 func ensureTmpfs(dir string) (bool, error) {
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real // the mount table has the resolved path
+	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
 		return false, fmt.Errorf("statfs %s: %w", dir, err)
 	}
 	if st.Type == unix.TMPFS_MAGIC {
-		return false, nil
+		// Ours if an earlier runtime mounted it here (and died without
+		// unmounting): then this one unmounts it at Close.
+		ours := false
+		err := eachMount(func(point, fstype, source, _ string) bool {
+			if point == dir && fstype == "tmpfs" {
+				ours = source == tmpfsSource
+			}
+			return true // the last mount on dir is the one in effect
+		})
+		return ours, err
 	}
 	// Exec stays allowed: a kept /work holds compiled programs that run.
-	if err := unix.Mount("kernelbox-sandbox", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0700"); err != nil {
+	if err := unix.Mount(tmpfsSource, dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0700"); err != nil {
 		return false, fmt.Errorf("mount tmpfs on %s: %w", dir, err)
 	}
 	return true, nil
@@ -139,6 +151,10 @@ func waitStopped(c *libcontainer.Container, limit time.Duration) {
 		}
 	}
 }
+
+// tmpfsSource names the runtime's tmpfs in the mount table, so a restarted
+// daemon recognises the one it mounted before.
+const tmpfsSource = "kernelbox-sandbox"
 
 // idPrefix starts every run's container id, and so its cgroup's name.
 const idPrefix = "kb-"

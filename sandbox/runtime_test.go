@@ -352,3 +352,40 @@ func TestRuntime_Keep(t *testing.T) {
 		t.Error("Keep of ../x validated")
 	}
 }
+
+// TestRuntime_TakesOverItsTmpfs: a runtime whose process died without Close
+// left its tmpfs mounted; the next runtime on that directory takes it over
+// and unmounts it at Close, while a tmpfs someone else mounted stays.
+func TestRuntime_TakesOverItsTmpfs(t *testing.T) {
+	t.Parallel()
+	first := newTestRuntime(t)
+	dir := first.root
+	first.mounted = false // as if its process had been killed: nobody will unmount it
+	second, err := NewRuntime(dir, first.logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil || st.Type == unix.TMPFS_MAGIC {
+		t.Errorf("the left tmpfs is still mounted after the second runtime's Close (%v)", err)
+	}
+
+	foreign := t.TempDir()
+	if err := unix.Mount("someone-else", foreign, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(foreign, unix.MNT_DETACH) })
+	r, err := NewRuntime(foreign, first.logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Statfs(foreign, &st); err != nil || st.Type != unix.TMPFS_MAGIC {
+		t.Errorf("Close unmounted a tmpfs it did not mount (%v)", err)
+	}
+}
