@@ -531,3 +531,59 @@ func tarGz(t *testing.T, entries ...tarEntry) []byte {
 	zw.Close()
 	return buf.Bytes()
 }
+
+func TestDaemon_SocketAndQueue(t *testing.T) {
+	t.Parallel()
+	td := startDaemon(t, t.TempDir(), func(c *Config) { c.CPUSlots = 1 })
+	td.loadQuick()
+	// Local administration over the unix socket, with the same tokens.
+	sock := "unix:" + filepath.Join(td.dir, "kernelbox.sock")
+	out, errOut, code := runCLI(t, "admin", "users", "add", "ann", "--server", sock, "--token", td.token)
+	if code != 0 {
+		t.Fatalf("admin users add over the socket = exit %d: %s", code, errOut)
+	}
+	ann, err := NewClient(td.server, strings.TrimSpace(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, code := runCLI(t, "admin", "users", "list", "--server", sock); code != ExitUnauthorized {
+		t.Errorf("the socket without a token = exit %d, want %d", code, ExitUnauthorized)
+	}
+	ctx := t.Context()
+	slow, _ := os.ReadFile(filepath.Join("testdata", "submissions", "slow.py"))
+	fast, _ := os.ReadFile(quickSolution("correct/double.py"))
+	first, err := ann.Submit(ctx, SubmitRequest{Code: slow, Mode: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, func() bool {
+		s, err := ann.Submission(ctx, first.ID, false)
+		return err == nil && s.Status == StatusRunning
+	})
+	var later []int64
+	for range 2 {
+		s, err := ann.Submit(ctx, SubmitRequest{Code: fast, Mode: "benchmark"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		later = append(later, s.ID)
+	}
+	q, err := ann.Queue(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos := map[int64]MyJob{}
+	for _, j := range q.Mine {
+		pos[j.Submission] = j
+	}
+	if pos[first.ID].State != "running" || pos[later[0]].Position != 0 || pos[later[1]].Position != 1 || pos[later[1]].State != "queued" {
+		t.Errorf("Queue().Mine = %+v; want the slow one running, then positions 0 and 1", q.Mine)
+	}
+	if len(q.GPUs) != 1 || q.GPUs[0].GPUType != "cpu" || q.GPUs[0].Slots != 1 || q.GPUs[0].Queued != 2 || q.GPUs[0].Running != 1 {
+		t.Errorf("Queue().GPUs = %+v; want cpu with 1 slot, 1 running, 2 queued", q.GPUs)
+	}
+	h, err := td.admin.Health(ctx)
+	if err != nil || h.Status != "ok" || h.GPUs["cpu"] != 1 {
+		t.Errorf("Health() = %+v, %v", h, err)
+	}
+}
