@@ -142,11 +142,7 @@ func clientCommands() []*cli.Command {
 				&cli.StringFlag{Name: "invite", Required: true, Usage: "the invite code an organiser gave you"},
 				&cli.StringFlag{Name: "name", Required: true, Usage: "your user name (letters, digits, - _ .)"},
 			),
-			Action: func(c *cli.Context) error {
-				cl, err := client(c)
-				if err != nil {
-					return err
-				}
+			Action: clientAction(func(c *cli.Context, cl *Client) error {
 				cr, err := cl.Register(c.Context, c.String("invite"), c.String("name"))
 				if err != nil {
 					return clientError(err)
@@ -161,7 +157,7 @@ func clientCommands() []*cli.Command {
 				}
 				fmt.Fprintf(c.App.Writer, "registered %s (%s); token saved in %s\n", cr.User.Name, cr.User.Role, p)
 				return nil
-			},
+			}),
 		},
 		{
 			Name:      "join",
@@ -190,11 +186,7 @@ func clientCommands() []*cli.Command {
 			Name:  "leaderboards",
 			Usage: "list the leaderboards with their GPU types, deadline and state",
 			Flags: clientFlags(jsonFlag),
-			Action: func(c *cli.Context) error {
-				cl, err := client(c)
-				if err != nil {
-					return err
-				}
+			Action: clientAction(func(c *cli.Context, cl *Client) error {
 				lbs, err := cl.Leaderboards(c.Context)
 				if err != nil {
 					return clientError(err)
@@ -209,7 +201,7 @@ func clientCommands() []*cli.Command {
 						strings.Join(lb.GPUs, ","), strings.Join(lb.Available, ","))
 				}
 				return tw.Flush()
-			},
+			}),
 		},
 		{
 			Name:      "leaderboard",
@@ -222,11 +214,7 @@ func clientCommands() []*cli.Command {
 			Name:  "queue",
 			Usage: "show the queue: depth per GPU type, your jobs, their position and ETA",
 			Flags: clientFlags(jsonFlag),
-			Action: func(c *cli.Context) error {
-				cl, err := client(c)
-				if err != nil {
-					return err
-				}
+			Action: clientAction(func(c *cli.Context, cl *Client) error {
 				q, err := cl.Queue(c.Context)
 				if err != nil {
 					return clientError(err)
@@ -249,7 +237,7 @@ func clientCommands() []*cli.Command {
 					fmt.Fprintln(tw)
 				}
 				return tw.Flush()
-			},
+			}),
 		},
 		adminCommand(),
 	}
@@ -526,11 +514,7 @@ func submissionsCommand() *cli.Command {
 					&cli.StringFlag{Name: "leaderboard", Aliases: []string{"l"}, Usage: "only this leaderboard"},
 					&cli.BoolFlag{Name: "all", Usage: "every user's (organisers and admins)"},
 					&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most this many"}),
-				Action: func(c *cli.Context) error {
-					cl, err := client(c)
-					if err != nil {
-						return err
-					}
+				Action: clientAction(func(c *cli.Context, cl *Client) error {
 					subs, err := cl.Submissions(c.Context, c.String("leaderboard"), c.Bool("all"), c.Int("limit"))
 					if err != nil {
 						return clientError(err)
@@ -549,7 +533,7 @@ func submissionsCommand() *cli.Command {
 							s.Passed, score, s.Created.Format("2006-01-02 15:04:05"))
 					}
 					return tw.Flush()
-				},
+				}),
 			},
 			{
 				Name:      "show",
@@ -656,11 +640,7 @@ func adminCommand() *cli.Command {
 					},
 					{
 						Name: "list", Usage: "list the users", Flags: clientFlags(jsonFlag),
-						Action: func(c *cli.Context) error {
-							cl, err := client(c)
-							if err != nil {
-								return err
-							}
+						Action: clientAction(func(c *cli.Context, cl *Client) error {
 							users, err := cl.Users(c.Context)
 							if err != nil {
 								return clientError(err)
@@ -674,7 +654,7 @@ func adminCommand() *cli.Command {
 								fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", u.Name, u.Role, u.Banned, u.Created.Format("2006-01-02 15:04"))
 							}
 							return tw.Flush()
-						},
+						}),
 					},
 					banCommand("ban", true), banCommand("unban", false),
 					{
@@ -705,11 +685,7 @@ func adminCommand() *cli.Command {
 					&cli.IntFlag{Name: "uses", Value: 1, Usage: "how many people may redeem it"},
 					&cli.DurationFlag{Name: "expires", Usage: "valid for this long (default: no expiry)"},
 					&cli.StringSliceFlag{Name: "leaderboard", Aliases: []string{"l"}, Usage: "a closed leaderboard it admits to (repeatable)"}),
-				Action: func(c *cli.Context) error {
-					cl, err := client(c)
-					if err != nil {
-						return err
-					}
+				Action: clientAction(func(c *cli.Context, cl *Client) error {
 					inv := Invite{Role: Role(c.String("role")), Uses: c.Int("uses"), Leaderboards: c.StringSlice("leaderboard")}
 					if d := c.Duration("expires"); d > 0 {
 						inv.Expires = time.Now().Add(d)
@@ -723,7 +699,7 @@ func adminCommand() *cli.Command {
 					}
 					fmt.Fprintln(c.App.Writer, code.Invite)
 					return nil
-				},
+				}),
 			},
 			{
 				Name:  "problems",
@@ -922,4 +898,16 @@ func runAdminLeaderboard(c *cli.Context) error {
 	}
 	fmt.Fprintf(c.App.Writer, "%s: %s, %s, deadline %s, rate limits %v\n", lb.Name, lb.State, lb.Visibility, deadlineText(lb.Deadline), lb.RateLimits)
 	return nil
+}
+
+// clientAction builds the API client from the flags, the environment and
+// the login file before running fn.
+func clientAction(fn func(c *cli.Context, cl *Client) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		cl, err := client(c)
+		if err != nil {
+			return err
+		}
+		return fn(c, cl)
+	}
 }

@@ -371,23 +371,11 @@ func (s *Store) Register(ctx context.Context, code, name string) (*User, string,
 	var token string
 	err := s.update(ctx, "register "+name, func(tx *txn) error {
 		hash := hashSecret(code)
-		var role Role
-		var uses int
-		var expires sql.NullInt64
-		err := tx.QueryRowContext(ctx, `SELECT role, uses_left, expires_ms FROM invites WHERE hash = ?`, hash).Scan(&role, &uses, &expires)
-		if errors.Is(err, sql.ErrNoRows) {
-			return Errorf(CodeUnauthorized, "the invite code is not valid")
-		}
+		role, err := s.redeem(ctx, tx, hash)
 		if err != nil {
 			return err
 		}
-		if uses <= 0 || (expires.Valid && expires.Int64 < ms(s.now())) {
-			return Errorf(CodeForbidden, "the invite code has been used up or has expired")
-		}
 		if u, token, err = createUser(ctx, tx, s.now(), name, role); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE invites SET uses_left = uses_left - 1 WHERE hash = ?`, hash); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO members (leaderboard_id, user_id)
@@ -402,25 +390,34 @@ func (s *Store) Register(ctx context.Context, code, name string) (*User, string,
 	return u, token, nil
 }
 
+// redeem spends one use of the invite with that hash and returns its role.
+func (s *Store) redeem(ctx context.Context, tx *txn, hash string) (Role, error) {
+	var role Role
+	var uses int
+	var expires sql.NullInt64
+	err := tx.QueryRowContext(ctx, `SELECT role, uses_left, expires_ms FROM invites WHERE hash = ?`, hash).Scan(&role, &uses, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", Errorf(CodeUnauthorized, "the invite code is not valid")
+	}
+	if err != nil {
+		return "", err
+	}
+	if uses <= 0 || (expires.Valid && expires.Int64 < ms(s.now())) {
+		return "", Errorf(CodeForbidden, "the invite code has been used up or has expired")
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE invites SET uses_left = uses_left - 1 WHERE hash = ?`, hash); err != nil {
+		return "", err
+	}
+	return role, nil
+}
+
 // Join redeems an invite for an existing user: membership of its
 // leaderboards, without a new account.
 func (s *Store) Join(ctx context.Context, code string, u *User) ([]string, error) {
 	var names []string
 	err := s.update(ctx, "join", func(tx *txn) error {
 		hash := hashSecret(code)
-		var uses int
-		var expires sql.NullInt64
-		err := tx.QueryRowContext(ctx, `SELECT uses_left, expires_ms FROM invites WHERE hash = ?`, hash).Scan(&uses, &expires)
-		if errors.Is(err, sql.ErrNoRows) {
-			return Errorf(CodeUnauthorized, "the invite code is not valid")
-		}
-		if err != nil {
-			return err
-		}
-		if uses <= 0 || (expires.Valid && expires.Int64 < ms(s.now())) {
-			return Errorf(CodeForbidden, "the invite code has been used up or has expired")
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE invites SET uses_left = uses_left - 1 WHERE hash = ?`, hash); err != nil {
+		if _, err := s.redeem(ctx, tx, hash); err != nil {
 			return err
 		}
 		rows, err := tx.QueryContext(ctx, `INSERT INTO members (leaderboard_id, user_id)

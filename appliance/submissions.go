@@ -283,22 +283,12 @@ func (s *Store) CancelSubmission(ctx context.Context, subID int64) ([]int64, err
 		if status != StatusQueued && status != StatusRunning {
 			return Errorf(CodeConflict, "submission %d is %s already", subID, status)
 		}
-		rows, err := tx.QueryContext(ctx, `UPDATE runs SET status = 'cancelled', reason = 'cancelled', finished_ms = ?, lease_token = NULL
-			WHERE submission_id = ? AND status IN ('queued','running') RETURNING COALESCE(job_id, 0)`, ms(s.now()), subID)
+		var err error
+		jobs, err = jobIDs(tx.QueryContext(ctx, `UPDATE runs SET status = 'cancelled', reason = 'cancelled', finished_ms = ?, lease_token = NULL
+			WHERE submission_id = ? AND status IN ('queued','running') RETURNING COALESCE(job_id, 0)`, ms(s.now()), subID))
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			var j int64
-			if err := rows.Scan(&j); err != nil {
-				rows.Close()
-				return err
-			}
-			if j != 0 {
-				jobs = append(jobs, j)
-			}
-		}
-		rows.Close()
 		return settle(ctx, tx, s.now(), subID)
 	})
 	return jobs, err
@@ -541,21 +531,11 @@ func (s *Store) SetHacked(ctx context.Context, subID int64, hacked bool) error {
 func (s *Store) DeleteSubmission(ctx context.Context, subID int64) ([]int64, error) {
 	var jobs []int64
 	err := s.update(ctx, fmt.Sprintf("delete submission %d", subID), func(tx *txn) error {
-		rows, err := tx.QueryContext(ctx, `SELECT COALESCE(job_id, 0) FROM runs WHERE submission_id = ? AND status IN ('queued','running')`, subID)
+		var err error
+		jobs, err = jobIDs(tx.QueryContext(ctx, `SELECT COALESCE(job_id, 0) FROM runs WHERE submission_id = ? AND status IN ('queued','running')`, subID))
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			var j int64
-			if err := rows.Scan(&j); err != nil {
-				rows.Close()
-				return err
-			}
-			if j != 0 {
-				jobs = append(jobs, j)
-			}
-		}
-		rows.Close()
 		res, err := tx.ExecContext(ctx, `DELETE FROM submissions WHERE id = ?`, subID)
 		if err != nil {
 			return err
@@ -566,4 +546,23 @@ func (s *Store) DeleteSubmission(ctx context.Context, subID int64) ([]int64, err
 		return appendEvent(ctx, tx, s.now(), "submission.deleted", 0, subID, map[string]any{})
 	})
 	return jobs, err
+}
+
+// jobIDs reads a column of job ids, leaving out the runs without a job.
+func jobIDs(rows *sql.Rows, err error) ([]int64, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var j int64
+		if err := rows.Scan(&j); err != nil {
+			return nil, err
+		}
+		if j != 0 {
+			out = append(out, j)
+		}
+	}
+	return out, rows.Err()
 }
