@@ -31,6 +31,9 @@ type Daemon struct {
 	// Python, when set before Start, is the harness interpreter, and the
 	// configuration's python and discovery are skipped (tests probe once).
 	Python *problems.Interpreter
+	// launch, when set, replaces the sandbox launcher: tests of the
+	// runner's failure paths script the launcher's answers.
+	launch launcherFunc
 
 	store  *Store
 	queue  *queue.Store
@@ -92,6 +95,9 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 
 	it, launch := d.prepareRunner(ctx)
+	if d.launch != nil {
+		launch = d.launch
+	}
 	slots := cpuSlots(d.cfg.CPUSlots)
 	if len(d.svc.health) == 0 && len(slots) == 0 {
 		d.svc.health = append(d.svc.health, "no slots: cpu_slots is 0 and GPU slots are not configured")

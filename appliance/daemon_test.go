@@ -231,6 +231,17 @@ func TestDaemon_SubmitThroughCLI(t *testing.T) {
 		t.Errorf("leaderboard quick = %+v, want ann first with submission %d", rows, ranked)
 	}
 
+	// An organiser marks the ranked submission hacked: it leaves the ranking.
+	if _, errOut, code := td.cli(td.token, "admin", "hacked", strconv.FormatInt(ranked, 10)); code != 0 {
+		t.Fatalf("admin hacked = exit %d: %s", code, errOut)
+	}
+	if out, _, _ = td.cli(ann, "leaderboard", "quick", "--gpu", "cpu", "--json"); strings.TrimSpace(out) != "[]" {
+		t.Errorf("leaderboard after marking the only entry hacked = %s, want []", out)
+	}
+	if _, _, code := td.cli(td.token, "admin", "hacked", strconv.FormatInt(ranked, 10), "--clear"); code != 0 {
+		t.Errorf("admin hacked --clear = exit %d", code)
+	}
+
 	// --no-wait prints the id at once; show follows it to its result.
 	out, _, code = td.cli(ann, "submit", quickSolution("correct/double.py"), "--no-wait", "--json")
 	var queued struct {
@@ -265,6 +276,13 @@ func TestDaemon_SubmitThroughCLI(t *testing.T) {
 	}
 	if out, _, code = td.cli(ann, "problems", "list"); code != 0 || !strings.HasPrefix(out, "quick") {
 		t.Errorf("problems list (with a server) = exit %d, %q; want the server's problems", code, out)
+	}
+	// Deleting a submission removes it for good.
+	if _, errOut, code := td.cli(td.token, "admin", "delete", strconv.FormatInt(queued.ID, 10)); code != 0 {
+		t.Errorf("admin delete = exit %d: %s", code, errOut)
+	}
+	if _, errOut, code := td.cli(ann, "submissions", "show", strconv.FormatInt(queued.ID, 10)); code != ExitUsage || !strings.Contains(errOut, "no submission") {
+		t.Errorf("show a deleted submission = exit %d, %q; want exit 2, no submission", code, errOut)
 	}
 	out, _, code = td.cli(ann, "leaderboards", "--json")
 	var lbs []LeaderboardInfo

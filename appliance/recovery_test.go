@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"kernelbox/internal/testutil"
+	"kernelbox/problems"
 	"kernelbox/queue"
 )
 
@@ -353,5 +355,79 @@ func TestDaemon_GracefulStop(t *testing.T) {
 	}
 	if v.Status != StatusDone || !v.Passed {
 		t.Errorf("after the restart: %s, passed %v (%s); want done and passed", v.Status, v.Passed, v.Reason)
+	}
+}
+
+// flakyLauncher fails the first n launches as an infrastructure failure
+// (the sandbox could not start), then runs the harness for real.
+type flakyLauncher struct {
+	mu    sync.Mutex
+	fails int
+	real  problems.Launcher
+}
+
+func (f *flakyLauncher) Launch(ctx context.Context, l problems.Launch) (problems.Outcome, error) {
+	f.mu.Lock()
+	fail := f.fails > 0
+	f.fails--
+	f.mu.Unlock()
+	if fail {
+		return problems.Outcome{}, errors.New("sandbox: container init failed (scripted)")
+	}
+	return f.real.Launch(ctx, l)
+}
+
+// TestDaemon_InfrastructureRetries: a run the box fails to start is retried,
+// up to its attempts; after that the submission is "failed" (the box's
+// fault, exit 5), never a wrong answer.
+func TestDaemon_InfrastructureRetries(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		fails     int
+		wantState string
+		wantExit  int
+	}{
+		{"recovers", 1, StatusDone, ExitOK},
+		{"gives up", 100, StatusFailed, ExitServer},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			requireRootSandbox(t)
+			it := testutil.RequireTorch(t)
+			cfg := DefaultConfig()
+			cfg.DataDir, cfg.Listen, cfg.Library, cfg.CPUSlots = t.TempDir(), "127.0.0.1:0", false, 1
+			cfg.CgroupParent = testCgroupParent(t)
+			d := NewDaemon(cfg, testLogger(t))
+			d.Python = it
+			fl := &flakyLauncher{fails: tc.fails, real: problems.ExecLauncher{}}
+			d.launch = func(Slot, problems.Mode) (problems.Launcher, []string) { return fl, sandboxEnv(it.BinDir) }
+			if err := d.Start(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			td := &testDaemon{t: t, d: d, dir: cfg.DataDir, server: "http://" + d.Addr()}
+			t.Cleanup(td.stop)
+			token, _ := os.ReadFile(AdminTokenFile(cfg.DataDir))
+			td.token = strings.TrimSpace(string(token))
+			td.admin, _ = NewClient(td.server, td.token)
+			td.loadQuick()
+			out, errOut, code := td.cli(td.token, "submit", quickSolution("correct/double.py"), "--json")
+			var res SubmitResult
+			_ = json.Unmarshal([]byte(out), &res)
+			if code != tc.wantExit || res.Status != tc.wantState {
+				t.Fatalf("submit = exit %d, status %q (%s%s); want exit %d, %s", code, res.Status, out, errOut, tc.wantExit, tc.wantState)
+			}
+			v, err := td.admin.Submission(t.Context(), res.ID, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantAttempts := min(tc.fails+1, 3)
+			if v.Runs[0].Attempts != wantAttempts {
+				t.Errorf("run attempts = %d, want %d", v.Runs[0].Attempts, wantAttempts)
+			}
+			if tc.wantState == StatusFailed && !strings.Contains(v.Reason, "could not run it (3 attempts)") {
+				t.Errorf("reason = %q, want the box's failure after 3 attempts", v.Reason)
+			}
+		})
 	}
 }
