@@ -383,9 +383,10 @@ func runSubmit(c *cli.Context) error {
 			}
 		}
 	}
+	pp := newProgressPrinter(w)
 	final, err := cl.Wait(c.Context, sub.ID, func(ev Event) {
 		if !asJSON {
-			printProgress(w, ev)
+			pp.event(ev)
 		}
 	})
 	if err != nil {
@@ -421,8 +422,28 @@ func submissionExit(res SubmitResult) error {
 	return nil
 }
 
-// printProgress shows one event as a line of progress.
-func printProgress(w io.Writer, ev Event) {
+// progressPrinter shows events as lines of progress. Tests are printed as
+// the harness reports them (run.test); a phase's tests are printed with the
+// phase only when none came live (a harness that writes them at the end).
+type progressPrinter struct {
+	w    io.Writer
+	live map[string]bool // run/phase -> tests were streamed
+}
+
+func newProgressPrinter(w io.Writer) *progressPrinter {
+	return &progressPrinter{w: w, live: map[string]bool{}}
+}
+
+func testLine(w io.Writer, index int, spec string, passed bool) {
+	mark := "✓"
+	if !passed {
+		mark = "✗"
+	}
+	fmt.Fprintf(w, "    %s test %d %s\n", mark, index, spec)
+}
+
+func (p *progressPrinter) event(ev Event) {
+	w := p.w
 	var d map[string]any
 	_ = json.Unmarshal(ev.Data, &d)
 	switch ev.Kind {
@@ -434,6 +455,17 @@ func printProgress(w io.Writer, ev Event) {
 		}
 	case "run.retried":
 		fmt.Fprintf(w, "  the box failed to run it; retrying (attempt %v)\n", d["attempt"])
+	case "run.test":
+		var t struct {
+			Run    int64  `json:"run"`
+			Phase  string `json:"phase"`
+			Index  int    `json:"index"`
+			Spec   string `json:"spec"`
+			Status string `json:"status"`
+		}
+		_ = json.Unmarshal(ev.Data, &t)
+		p.live[fmt.Sprintf("%d/%s", t.Run, t.Phase)] = true
+		testLine(w, t.Index, t.Spec, t.Status == "pass")
 	case "run.phase":
 		var ph phaseEvent
 		_ = json.Unmarshal(ev.Data, &ph)
@@ -446,12 +478,10 @@ func printProgress(w io.Writer, ev Event) {
 			verdict = "FAILED: " + ph.Reason
 		}
 		fmt.Fprintf(w, "  %s%s phase %s (%s)\n", who, ph.Phase, verdict, ph.Wall.Round(10*time.Millisecond))
-		for _, t := range ph.Tests {
-			mark := "✓"
-			if !t.Passed() {
-				mark = "✗"
+		if !p.live[fmt.Sprintf("%d/%s", ph.Run, ph.Phase)] {
+			for _, t := range ph.Tests {
+				testLine(w, t.Index, t.Spec, t.Passed())
 			}
-			fmt.Fprintf(w, "    %s test %d %s\n", mark, t.Index, t.Spec)
 		}
 	}
 }
@@ -462,7 +492,10 @@ func printResult(w io.Writer, res SubmitResult, verbose bool) {
 		writeReport(w, rep, true)
 	} else {
 		for _, b := range res.Benchmarks {
-			if b.Error == "" && b.Mean > 0 {
+			switch {
+			case b.Report != "": // profile mode: the profiler's table
+				fmt.Fprintf(w, "  bench %-2d %s\n%s\n", b.Index, b.Spec, indent(decodeReport(b.Report), "    "))
+			case b.Error == "" && b.Mean > 0:
 				fmt.Fprintf(w, "  bench %-2d %-40s mean %10s  best %10s  runs %d\n", b.Index, b.Spec, formatNS(b.Mean), formatNS(b.Best), b.Runs)
 			}
 		}

@@ -169,9 +169,23 @@ func TestDaemon_SubmitThroughCLI(t *testing.T) {
 		t.Errorf("submit correct --json = %+v, want passed, mode test, done, 2 tests", res)
 	}
 
+	// Each test was reported live, before its phase ended.
+	annEv, _ := NewClient(td.server, ann)
+	page, err := annEv.Events(t.Context(), res.ID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, ev := range page.Events {
+		kinds = append(kinds, ev.Kind)
+	}
+	if got := strings.Join(kinds, " "); !strings.Contains(got, "run.started run.test run.test run.phase run.finished") {
+		t.Errorf("events = %s; want the two tests reported between run.started and run.phase", got)
+	}
+
 	// Wrong answer: exit 1, the failing test named.
 	out, _, code = td.cli(ann, "submit", quickSolution("wrong/zero_last.py"))
-	if code != ExitFailed || !strings.Contains(out, "FAILED") || !strings.Contains(out, "wrong result") {
+	if code != ExitFailed || !strings.Contains(out, "FAILED") || !strings.Contains(out, "wrong result") || !strings.Contains(out, "✗ test 0 n: 3") {
 		t.Errorf("submit wrong = exit %d\n%s\nwant exit 1 and the failing test", code, out)
 	}
 
@@ -201,7 +215,7 @@ func TestDaemon_SubmitThroughCLI(t *testing.T) {
 	}
 	// Nothing the contestant can read names the secret inputs.
 	annC, _ := NewClient(td.server, ann)
-	page, err := annC.Events(t.Context(), res.ID, 0, 0)
+	page, err = annC.Events(t.Context(), res.ID, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -305,6 +305,15 @@ func (r *runner) evaluate(ctx context.Context, slot Slot, rc *RunContext) (*prob
 	return problems.Evaluate(ctx, launcher, t, problems.EvalOptions{
 		Mode: mode, Python: r.python.Path, Device: slot.Device, Seed: seed, Env: env, WorkDir: work,
 		Submission: rc.Code, OutputLimit: 64 << 10,
+		OnTest: func(phase string, tr problems.TestResult) {
+			if rc.Run.Secret {
+				return // its cases carry the secret seed
+			}
+			ev := map[string]any{"run": rc.Run.ID, "phase": phase, "index": tr.Index, "spec": tr.Spec, "status": tr.Status}
+			if err := r.svc.store.AppendEvent(ctx, "run.test", subID, ev); err != nil {
+				r.log.Warn("log test", logRun, rc.Run.ID, "err", err)
+			}
+		},
 		OnPhase: func(ph problems.Phase) {
 			ev := phaseEvent{Run: rc.Run.ID, Secret: rc.Run.Secret, Phase: ph.Name, Passed: ph.Passed, Wall: ph.Wall}
 			switch {

@@ -53,6 +53,9 @@ type EvalOptions struct {
 	// OnPhase, when set, is called with each phase as it ends: the daemon
 	// streams it to whoever watches the submission.
 	OnPhase func(Phase)
+	// OnTest, when set, is called with each test as the harness reports it,
+	// before its phase ends (from the launcher's goroutine).
+	OnTest func(phase string, t TestResult)
 }
 
 // Phase is one harness run of an evaluation.
@@ -181,7 +184,16 @@ func Evaluate(ctx context.Context, l Launcher, t *Task, opts EvalOptions) (*Repo
 			return nil, fmt.Errorf("evaluate %s: write cases: %w", t.Name, err)
 		}
 		argv := append(append([]string(nil), entry...), s.name, casesName)
-		out, err := l.Launch(ctx, Launch{Dir: opts.WorkDir, Argv: argv, Env: env, Timeout: s.timeout, OutputLimit: opts.OutputLimit})
+		launch := Launch{Dir: opts.WorkDir, Argv: argv, Env: env, Timeout: s.timeout, OutputLimit: opts.OutputLimit}
+		if opts.OnTest != nil && s.name == "test" {
+			name := s.name
+			budget := opts.OutputLimit // what the launcher keeps of the stream
+			if budget <= 0 {
+				budget = DefaultOutputLimit
+			}
+			launch.Progress = newTestProgress(budget, func(t TestResult) { opts.OnTest(name, t) })
+		}
+		out, err := l.Launch(ctx, launch)
 		if err != nil {
 			return nil, fmt.Errorf("evaluate %s: %s phase: %w", t.Name, s.name, err)
 		}

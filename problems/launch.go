@@ -26,6 +26,9 @@ type Launch struct {
 	// (a compiled binary); a launcher that runs the process elsewhere copies
 	// them back into Dir.
 	Keep []string
+	// Progress, when set, gets the result stream as it is written. It must
+	// not fail, and must bound what it keeps.
+	Progress io.Writer
 }
 
 // Outcome is what became of a Launch.
@@ -99,10 +102,14 @@ func (ExecLauncher) Launch(ctx context.Context, l Launch) (Outcome, error) {
 	}
 	pw.Close()
 	result := &capWriter{limit: limit}
+	var dst io.Writer = result
+	if l.Progress != nil {
+		dst = io.MultiWriter(result, l.Progress)
+	}
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
-		_, _ = io.Copy(result, pr)
+		_, _ = io.Copy(dst, pr)
 	}()
 	waitErr := cmd.Wait()
 	// Something that left the process group could still hold the pipe open;

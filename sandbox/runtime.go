@@ -230,9 +230,13 @@ func (r *Runtime) Run(ctx context.Context, s Spec) (*Result, error) {
 	readDone := make(chan struct{})
 	if pw != nil {
 		pw.Close()
+		var dst io.Writer = result
+		if s.ResultTee != nil {
+			dst = io.MultiWriter(result, s.ResultTee)
+		}
 		go func() {
 			defer close(readDone)
-			_, _ = io.Copy(result, pr)
+			_, _ = io.Copy(dst, pr)
 		}()
 	} else {
 		close(readDone)

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -46,6 +47,10 @@ type Spec struct {
 	// ResultPipe, when set, gives the process an extra descriptor (fd 3) to
 	// write a result stream to, and POPCORN_FD=3 in its environment.
 	ResultPipe bool
+	// ResultTee, when set with ResultPipe, also gets the result stream as it
+	// is written, for live progress. It must not fail and must bound what it
+	// keeps: the stream is the submission's to flood.
+	ResultTee io.Writer `json:"-"`
 	// Keep names files of /work to copy into KeepTo after the run (a
 	// compiler's output). A run that keeps files gets /work on a host
 	// directory of the run instead of a tmpfs, since a tmpfs dies with the
