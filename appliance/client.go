@@ -228,9 +228,15 @@ func (c *Client) Events(ctx context.Context, id, after int64, wait time.Duration
 // Wait follows a submission until it ends, calling fn with each event, and
 // returns the final submission.
 func (c *Client) Wait(ctx context.Context, id int64, fn func(Event)) (*SubmissionView, error) {
+	return c.WaitIdle(ctx, id, fn, 25*time.Second, nil)
+}
+
+// WaitIdle is Wait, and calls idle each time a long-poll of up to poll
+// returns with nothing new: the CLI refreshes the queue position there.
+func (c *Client) WaitIdle(ctx context.Context, id int64, fn func(Event), poll time.Duration, idle func()) (*SubmissionView, error) {
 	var after int64
 	for {
-		page, err := c.Events(ctx, id, after, 25*time.Second)
+		page, err := c.Events(ctx, id, after, poll)
 		if err != nil {
 			var e *Error
 			if errors.As(err, &e) && e.Code == CodeUnavailable {
@@ -252,6 +258,9 @@ func (c *Client) Wait(ctx context.Context, id int64, fn func(Event)) (*Submissio
 		after = page.Next
 		if page.Done {
 			return c.Submission(ctx, id, false)
+		}
+		if len(page.Events) == 0 && idle != nil {
+			idle()
 		}
 	}
 }

@@ -372,23 +372,37 @@ func runSubmit(c *cli.Context) error {
 		fmt.Fprintf(w, "submission %d queued: %s on %s, mode %s\n", sub.ID, sub.Leaderboard, sub.GPUType, sub.Mode)
 		return nil
 	}
-	if !asJSON {
-		fmt.Fprintf(w, "submission %d queued: %s on %s, mode %s\n", sub.ID, sub.Leaderboard, sub.GPUType, sub.Mode)
-		if q, err := cl.Queue(c.Context); err == nil {
-			for _, j := range q.Mine {
-				if j.Submission == sub.ID && j.State == "queued" {
-					fmt.Fprintf(w, "  queue position %d, starts in about %s\n", j.Position, j.ETA.Round(time.Second))
-					break
-				}
+	// While the submission waits, show its place in the queue when it moves.
+	started, lastPos := false, -1
+	position := func() {
+		if asJSON || started {
+			return
+		}
+		q, err := cl.Queue(c.Context)
+		if err != nil {
+			return
+		}
+		for _, j := range q.Mine {
+			if j.Submission == sub.ID && j.State == "queued" && j.Position != lastPos {
+				lastPos = j.Position
+				fmt.Fprintf(w, "  queue position %d, starts in about %s\n", j.Position, j.ETA.Round(time.Second))
+				return
 			}
 		}
 	}
+	if !asJSON {
+		fmt.Fprintf(w, "submission %d queued: %s on %s, mode %s\n", sub.ID, sub.Leaderboard, sub.GPUType, sub.Mode)
+		position()
+	}
 	pp := newProgressPrinter(w)
-	final, err := cl.Wait(c.Context, sub.ID, func(ev Event) {
+	final, err := cl.WaitIdle(c.Context, sub.ID, func(ev Event) {
+		if ev.Kind == "run.started" {
+			started = true
+		}
 		if !asJSON {
 			pp.event(ev)
 		}
-	})
+	}, 3*time.Second, position)
 	if err != nil {
 		return clientError(err)
 	}

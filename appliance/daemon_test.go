@@ -574,7 +574,8 @@ func TestDaemon_SocketAndQueue(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("admin users add over the socket = exit %d: %s", code, errOut)
 	}
-	ann, err := NewClient(td.server, strings.TrimSpace(out))
+	annToken := strings.TrimSpace(out)
+	ann, err := NewClient(td.server, annToken)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -613,6 +614,11 @@ func TestDaemon_SocketAndQueue(t *testing.T) {
 	}
 	if len(q.GPUs) != 1 || q.GPUs[0].GPUType != "cpu" || q.GPUs[0].Slots != 1 || q.GPUs[0].Queued != 2 || q.GPUs[0].Running != 1 {
 		t.Errorf("Queue().GPUs = %+v; want cpu with 1 slot, 1 running, 2 queued", q.GPUs)
+	}
+	// The CLI shows where a waiting submission stands (test mode goes
+	// before the two timed jobs, behind the running slow one).
+	if out, errOut, code := td.cli(annToken, "submit", quickSolution("correct/double.py")); code != 0 || !strings.Contains(out, "queue position 0") {
+		t.Errorf("submit while the slot is busy = exit %d:\n%s%s\nwant a queue position", code, out, errOut)
 	}
 	h, err := td.admin.Health(ctx)
 	if err != nil || h.Status != "ok" || h.GPUs["cpu"] != 1 {
