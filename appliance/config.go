@@ -70,9 +70,19 @@ type Config struct {
 	MaxProblemBytes int64 `yaml:"max_problem_bytes"`
 	// CgroupParent is the cgroup every sandbox's cgroup is made under.
 	CgroupParent string `yaml:"cgroup_parent"`
+	// Budget bounds all sandboxes together (the parent cgroup), so the
+	// daemon and the host stay responsive however many runs go at once.
+	Budget BudgetConfig `yaml:"budget"`
 	// Binds are extra read-only host paths for the sandbox (a CUDA toolkit
 	// outside /usr).
 	Binds []string `yaml:"binds"`
+}
+
+// BudgetConfig is the sandboxes' shared budget; zero fields are unlimited.
+type BudgetConfig struct {
+	Memory string  `yaml:"memory"` // like 48G
+	CPUs   float64 `yaml:"cpus"`
+	Pids   int64   `yaml:"pids"`
 }
 
 // DefaultConfig is the configuration without a file or flags.
@@ -151,6 +161,14 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxProblemBytes < 1<<20 {
 		bad("max_problem_bytes", "want at least 1 MiB, got %d", c.MaxProblemBytes)
+	}
+	if c.Budget.Memory != "" {
+		if n, err := parseBytes(c.Budget.Memory); err != nil || (n > 0 && n < 256<<20) {
+			bad("budget.memory", "want a size of at least 256M, like 48G, got %q", c.Budget.Memory)
+		}
+	}
+	if c.Budget.CPUs < 0 || c.Budget.Pids < 0 {
+		bad("budget", "cpus and pids must not be negative")
 	}
 	for _, b := range c.Binds {
 		if !filepath.IsAbs(b) {

@@ -158,6 +158,14 @@ func (d *Daemon) prepareRunner(ctx context.Context) (*problems.Interpreter, laun
 		return it, nil
 	}
 	d.rt = rt
+	var mem int64
+	if d.cfg.Budget.Memory != "" {
+		mem, _ = parseBytes(d.cfg.Budget.Memory) // checked by Validate
+	}
+	if err := rt.SetBudget(sandbox.Budget{Memory: mem, CPUs: d.cfg.Budget.CPUs, Pids: d.cfg.Budget.Pids}); err != nil {
+		d.svc.health = append(d.svc.health, fmt.Sprintf("sandbox budget: %v", err))
+		return it, nil
+	}
 	if n, err := rt.CleanStale(); err != nil {
 		d.log.Warn("clean stale sandboxes", "err", err)
 	} else if n > 0 {

@@ -83,6 +83,7 @@ func startDaemon(t testing.TB, dir string, mutate func(*Config)) *testDaemon {
 	cfg.LeaseTTL = 3 * time.Second
 	cfg.Grace = 5 * time.Second
 	cfg.CgroupParent = testCgroupParent(t)
+	cfg.Budget = BudgetConfig{Memory: "8G", Pids: 8000}
 	if mutate != nil {
 		mutate(&cfg)
 	}
