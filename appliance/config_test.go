@@ -56,3 +56,25 @@ func TestConfig_Validate(t *testing.T) {
 		t.Errorf("Validate() error %v is not a *ConfigError wrapping ErrConfig", err)
 	}
 }
+
+func TestCPUSlots(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		n    int
+		cpus []int
+		want []string
+	}{
+		{2, []int{0, 1}, []string{"0", "1"}},
+		{2, []int{0, 1, 2, 3}, []string{"0,1", "2,3"}},
+		{3, []int{4, 5, 6, 7, 9, 11, 12}, []string{"4,5", "6,7", "9,11"}},
+		{4, []int{0, 1}, []string{"", "", "", ""}}, // more slots than CPUs: they share
+	} {
+		var got []string
+		for _, s := range cpuSlots(tc.n, tc.cpus) {
+			got = append(got, s.Cpuset)
+		}
+		if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("cpuSlots(%d, %d) cpusets = %q, want %q", tc.n, tc.cpus, got, tc.want)
+		}
+	}
+}

@@ -98,7 +98,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if d.launch != nil {
 		launch = d.launch
 	}
-	slots := cpuSlots(d.cfg.CPUSlots)
+	slots := cpuSlots(d.cfg.CPUSlots, allowedCPUs())
 	if len(d.svc.health) == 0 && len(slots) == 0 {
 		d.svc.health = append(d.svc.health, "no slots: cpu_slots is 0 and GPU slots are not configured")
 	}
@@ -178,7 +178,9 @@ func (d *Daemon) prepareRunner(ctx context.Context) (*problems.Interpreter, laun
 	binds := harnessBinds(it, extra)
 	env := sandboxEnv(it.BinDir)
 	return it, func(slot Slot, mode problems.Mode) (problems.Launcher, []string) {
-		return &sandboxLauncher{rt: rt, binds: binds, limits: policies.ForMode(string(mode), 0)}, env
+		lim := policies.ForMode(string(mode), 0)
+		lim.Cpuset = slot.Cpuset
+		return &sandboxLauncher{rt: rt, binds: binds, limits: lim}, env
 	}
 }
 

@@ -8,8 +8,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"kernelbox/problems"
 	"kernelbox/queue"
@@ -21,15 +26,48 @@ type Slot struct {
 	ID      string `json:"id"`  // "cpu:0", or a GPU's UUID
 	GPUType string `json:"gpu"` // what leaderboards name: "cpu", "H200"
 	Device  string `json:"device"`
+	// Cpuset pins the slot's runs to these CPUs ("0-7"); empty for all.
+	Cpuset string `json:"cpuset,omitempty"`
 }
 
-// cpuSlots are the CPU backend's slots.
-func cpuSlots(n int) []Slot {
+// cpuSlots are the CPU backend's slots. With at least as many CPUs as
+// slots, each slot gets its own share of the CPUs (ids, as the daemon may
+// use them): two runs at once would otherwise each start a thread per core
+// and time each other.
+func cpuSlots(n int, cpus []int) []Slot {
 	var out []Slot
+	per := len(cpus) / max(n, 1)
 	for i := range n {
-		out = append(out, Slot{ID: fmt.Sprintf("cpu:%d", i), GPUType: "cpu", Device: "cpu"})
+		s := Slot{ID: fmt.Sprintf("cpu:%d", i), GPUType: "cpu", Device: "cpu"}
+		if per >= 1 {
+			var ids []string
+			for _, c := range cpus[i*per : (i+1)*per] {
+				ids = append(ids, strconv.Itoa(c))
+			}
+			s.Cpuset = strings.Join(ids, ",")
+		}
+		out = append(out, s)
 	}
 	return out
+}
+
+// allowedCPUs lists the CPUs this process may run on.
+func allowedCPUs() []int {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		ids := make([]int, goruntime.NumCPU())
+		for i := range ids {
+			ids[i] = i
+		}
+		return ids
+	}
+	var ids []int
+	for c := 0; len(ids) < set.Count() && c < 8192; c++ {
+		if set.IsSet(c) {
+			ids = append(ids, c)
+		}
+	}
+	return ids
 }
 
 // launcherFunc gives the launcher and base environment for one run on a
