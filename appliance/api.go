@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -24,11 +25,18 @@ type API struct {
 	log *slog.Logger
 	// maxWait bounds a long-poll; tests shorten it.
 	maxWait time.Duration
+	// stopping is closed at shutdown: waiting long-polls answer at once, so
+	// the HTTP shutdown does not wait out their 30 seconds.
+	stopping  chan struct{}
+	closeOnce sync.Once
 }
 
 func newAPI(svc *Service, log *slog.Logger) *API {
-	return &API{svc: svc, log: log, maxWait: 30 * time.Second}
+	return &API{svc: svc, log: log, maxWait: 30 * time.Second, stopping: make(chan struct{})}
 }
+
+// stop releases the waiting long-polls.
+func (a *API) stop() { a.closeOnce.Do(func() { close(a.stopping) }) }
 
 // maxJSONBody caps every JSON request body.
 const maxJSONBody = 64 << 10
@@ -467,6 +475,8 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) error {
 		select {
 		case <-changed:
 		case <-deadline.C:
+			return writeJSON(w, http.StatusOK, EventsPage{Events: []Event{}, Next: after, Status: sub.Status})
+		case <-a.stopping:
 			return writeJSON(w, http.StatusOK, EventsPage{Events: []Event{}, Next: after, Status: sub.Status})
 		case <-r.Context().Done():
 			return nil

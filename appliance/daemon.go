@@ -236,7 +236,10 @@ func (d *Daemon) listen() error {
 		lns = append(lns, ln)
 	}
 	for _, ln := range lns {
-		srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(d.log.Handler(), slog.LevelWarn)}
+		// No WriteTimeout: a long-poll answers within 30 s by itself. The
+		// read timeout bounds a slow upload (a problem set of 64 MiB).
+		srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 5 * time.Minute,
+			IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(d.log.Handler(), slog.LevelWarn)}
 		d.servers = append(d.servers, srv)
 		d.serveWG.Add(1)
 		go func() {
@@ -266,6 +269,9 @@ func (d *Daemon) Stop(ctx context.Context) error {
 		d.runner.Stop(d.cfg.Grace)
 	}
 	var errs []error
+	if d.api != nil {
+		d.api.stop()
+	}
 	for _, srv := range d.servers {
 		if err := srv.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))

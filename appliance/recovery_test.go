@@ -333,10 +333,30 @@ func TestDaemon_GracefulStop(t *testing.T) {
 		s, err := td.admin.Submission(ctx, sub.ID, false)
 		return err == nil && s.Status == StatusRunning
 	})
+	// A watcher is in a long-poll when the stop comes: it must not hold the
+	// shutdown for its 30 seconds.
+	page, err := td.admin.Events(ctx, sub.ID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	polled := make(chan error, 1)
+	go func() {
+		_, err := td.admin.Events(ctx, sub.ID, page.Next, 30*time.Second)
+		polled <- err
+	}()
+	waitFor(t, 10*time.Second, func() bool { // until the long-poll waits
+		td.d.store.mu.Lock()
+		defer td.d.store.mu.Unlock()
+		_, ok := td.d.store.watched[sub.ID]
+		return ok
+	})
 	begin := time.Now()
 	td.stop()
 	if took := time.Since(begin); took > 10*time.Second {
-		t.Errorf("Stop took %v with a grace of 200ms", took)
+		t.Errorf("Stop took %v with a grace of 200ms and one watcher", took)
+	}
+	if err := <-polled; err != nil {
+		t.Errorf("the watcher's long-poll during the stop: %v", err)
 	}
 	q, err := queue.Open(ctx, filepath.Join(dir, "queue.db"), queue.Options{})
 	if err != nil {
