@@ -451,37 +451,50 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) error {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
-		changed := a.svc.store.Changed(id)
-		evs, err := a.svc.store.SubmissionEvents(r.Context(), id, after)
-		if err != nil {
-			return err
-		}
-		sub, err := a.svc.store.Submission(r.Context(), id)
-		if err != nil {
-			return err
-		}
-		done := sub.Status != StatusQueued && sub.Status != StatusRunning
-		if len(evs) > 0 || done {
-			page := EventsPage{Events: evs, Next: after, Done: done, Status: sub.Status}
-			if len(evs) > 0 {
-				page.Next = evs[len(evs)-1].ID
-				page.Done = false // hand over every event before saying done
-				if len(evs) < 500 {
-					page.Done = done
-				}
+		changed, release := a.svc.store.Changed(id)
+		page, waiting, err := a.eventsPage(r, id, after)
+		if err != nil || !waiting {
+			release()
+			if err != nil {
+				return err
 			}
 			return writeJSON(w, http.StatusOK, page)
 		}
 		select {
 		case <-changed:
+			release()
 		case <-deadline.C:
-			return writeJSON(w, http.StatusOK, EventsPage{Events: []Event{}, Next: after, Status: sub.Status})
+			release()
+			return writeJSON(w, http.StatusOK, page)
 		case <-a.stopping:
-			return writeJSON(w, http.StatusOK, EventsPage{Events: []Event{}, Next: after, Status: sub.Status})
+			release()
+			return writeJSON(w, http.StatusOK, page)
 		case <-r.Context().Done():
+			release()
 			return nil
 		}
 	}
+}
+
+// eventsPage reads the events after the cursor; waiting says that there
+// are none yet and the submission is still open, so the caller may wait.
+func (a *API) eventsPage(r *http.Request, id, after int64) (EventsPage, bool, error) {
+	evs, err := a.svc.store.SubmissionEvents(r.Context(), id, after)
+	if err != nil {
+		return EventsPage{}, false, err
+	}
+	sub, err := a.svc.store.Submission(r.Context(), id)
+	if err != nil {
+		return EventsPage{}, false, err
+	}
+	done := sub.Status != StatusQueued && sub.Status != StatusRunning
+	page := EventsPage{Events: evs, Next: after, Done: done, Status: sub.Status}
+	if len(evs) > 0 {
+		page.Next = evs[len(evs)-1].ID
+		// Hand over every event before saying done.
+		page.Done = done && len(evs) < 500
+	}
+	return page, len(evs) == 0 && !done, nil
 }
 
 func (a *API) cancel(w http.ResponseWriter, r *http.Request) error {

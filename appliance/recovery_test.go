@@ -299,6 +299,12 @@ func TestDaemon_ManyUsers(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	td.d.store.mu.Lock()
+	left := len(td.d.store.watched)
+	td.d.store.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d submissions still have a wake-up channel after every watcher left", left)
+	}
 	t.Logf("200 submissions accepted in %v (%.0f/s), all done in %v", accepted, float64(len(ids))/accepted.Seconds(), time.Since(start))
 	// Fair share: among the first 40 runs to start (two per user if it were
 	// perfectly even), every user has at least one.

@@ -32,7 +32,7 @@ type Store struct {
 	// closed at its next event: watchers wake without a goroutine or a
 	// timer each.
 	mu      sync.Mutex
-	watched map[int64]chan struct{}
+	watched map[int64]*watch
 }
 
 // OpenStore opens (creating if needed) the database at path.
@@ -44,7 +44,7 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{db: db, now: now, watched: map[int64]chan struct{}{}}, nil
+	return &Store{db: db, now: now, watched: map[int64]*watch{}}, nil
 }
 
 // Close closes the database.
@@ -482,26 +482,40 @@ func (s *Store) notify(subs map[int64]bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for id := range subs {
-		if ch, ok := s.watched[id]; ok {
-			close(ch)
+		if w, ok := s.watched[id]; ok {
+			close(w.ch)
 			delete(s.watched, id)
 		}
 	}
 }
 
+// watch is the wake-up channel of one submission and how many hold it.
+type watch struct {
+	ch chan struct{}
+	n  int
+}
+
 // Changed returns a channel that is closed when the submission next gets
-// an event. Watchers of one submission share it; a commit wakes only the
+// an event, and a func to call once the caller stops waiting on it.
+// Watchers of one submission share the channel; a commit wakes only the
 // watchers of the submissions it touched, so a thousand long-polls cost
-// nothing while their submissions wait.
-func (s *Store) Changed(subID int64) <-chan struct{} {
+// nothing while their submissions wait, and none is left behind.
+func (s *Store) Changed(subID int64) (<-chan struct{}, func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ch, ok := s.watched[subID]
+	w, ok := s.watched[subID]
 	if !ok {
-		ch = make(chan struct{})
-		s.watched[subID] = ch
+		w = &watch{ch: make(chan struct{})}
+		s.watched[subID] = w
 	}
-	return ch
+	w.n++
+	return w.ch, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if w.n--; w.n == 0 && s.watched[subID] == w {
+			delete(s.watched, subID)
+		}
+	}
 }
 
 // SubmissionEvents returns the submission's events after the given id.
