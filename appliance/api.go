@@ -483,12 +483,12 @@ func (a *API) eventsPage(r *http.Request, id, after int64) (EventsPage, bool, er
 	if err != nil {
 		return EventsPage{}, false, err
 	}
-	sub, err := a.svc.store.Submission(r.Context(), id)
+	status, err := a.svc.store.SubmissionStatus(r.Context(), id)
 	if err != nil {
 		return EventsPage{}, false, err
 	}
-	done := sub.Status != StatusQueued && sub.Status != StatusRunning
-	page := EventsPage{Events: evs, Next: after, Done: done, Status: sub.Status}
+	done := status != StatusQueued && status != StatusRunning
+	page := EventsPage{Events: evs, Next: after, Done: done, Status: status}
 	if len(evs) > 0 {
 		page.Next = evs[len(evs)-1].ID
 		// Hand over every event before saying done.

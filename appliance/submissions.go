@@ -393,6 +393,20 @@ func (s *Store) Submission(ctx context.Context, id int64) (*Submission, error) {
 	return sub, nil
 }
 
+// SubmissionStatus returns only a submission's status: what a long-poll
+// checks at every wake-up, without the runs' reports.
+func (s *Store) SubmissionStatus(ctx context.Context, id int64) (string, error) {
+	var st string
+	err := s.db.QueryRowContext(ctx, `SELECT status FROM submissions WHERE id = ?`, id).Scan(&st)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", Errorf(CodeNotFound, "no submission %d", id)
+	}
+	if err != nil {
+		return "", fmt.Errorf("status of submission %d: %w", id, err)
+	}
+	return st, nil
+}
+
 // SubmissionFilter narrows a listing; zero fields match everything.
 type SubmissionFilter struct {
 	UserID      int64
