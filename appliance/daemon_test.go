@@ -381,6 +381,25 @@ func TestDaemon_Refusals(t *testing.T) {
 	if _, errOut, code := runCLI(t, "submit", quickSolution("correct/double.py"), "--no-wait", "--client-config", filepath.Join(tmp, "bea.json")); code != 0 {
 		t.Errorf("submission by a registered invitee: exit %d: %s", code, errOut)
 	}
+	// One contestant cannot see or cancel another's submission.
+	annSubs, err := NewClient(td.server, ann)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, err := annSubs.Submissions(ctx, "", false, 10)
+	if err != nil || len(mine) == 0 {
+		t.Fatalf("ann's submissions: %v, %v", mine, err)
+	}
+	other := strconv.FormatInt(mine[0].ID, 10)
+	beaCfg := filepath.Join(tmp, "bea.json")
+	for _, args := range [][]string{{"submissions", "show", other}, {"submissions", "cancel", other}} {
+		if _, errOut, code := runCLI(t, append(args, "--client-config", beaCfg)...); code != ExitUsage || !strings.Contains(errOut, "no submission") {
+			t.Errorf("bea: %v = exit %d, %q; want exit 2, no submission", args, code, errOut)
+		}
+	}
+	if out, _, _ := runCLI(t, "submissions", "list", "--all", "--json", "--client-config", beaCfg); strings.Contains(out, `"ann"`) {
+		t.Errorf("bea's submissions list --all shows ann's: %s", out)
+	}
 	_, errOut, code = runCLI(t, "register", "--server", td.server, "--invite", inv.Invite, "--name", "cid", "--client-config", filepath.Join(tmp, "cid.json"))
 	if code != ExitRefused || !strings.Contains(errOut, "used up") {
 		t.Errorf("register with a spent invite = exit %d, %q; want %d and 'used up'", code, errOut, ExitRefused)
