@@ -1,4 +1,7 @@
-// Package gpu will hold GPU discovery, device nodes, telemetry, health and
-// clock control (NVML through go-nvml, AMD through sysfs). It imports only
-// the leaf packages. Not implemented yet: the GPU issue builds it.
+// Package gpu finds the box's GPUs and describes each one: identity, the
+// GPU type leaderboards name, memory, PCI address, NUMA node, and the
+// device nodes a run on it needs. NVIDIA GPUs come from NVML (go-nvml,
+// bound lazily, behind the small NVML interface so tests use a fake, see
+// gputest), AMD GPUs from sysfs and the KFD topology without cgo, and a box
+// with neither offers the CPU backend. It imports only the leaf packages.
 package gpu

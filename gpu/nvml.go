@@ -1,0 +1,91 @@
+package gpu
+
+import (
+	"fmt"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// NewNVML returns the real NVIDIA library. Nothing is loaded until Init,
+// which fails cleanly (library not found) on a host without the driver;
+// the binary must be linked with lazy binding (-z lazy, see the Makefile).
+func NewNVML() NVML { return &realNVML{lib: nvml.New()} }
+
+type realNVML struct{ lib nvml.Interface }
+
+// nvmlErr turns a return code into an error, nil on success.
+func (n *realNVML) nvmlErr(r nvml.Return) error {
+	switch r {
+	case nvml.SUCCESS:
+		return nil
+	case nvml.ERROR_NOT_SUPPORTED:
+		return ErrNotSupported
+	}
+	return fmt.Errorf("nvml: %s", n.lib.ErrorString(r))
+}
+
+func (n *realNVML) Init() error     { return n.nvmlErr(n.lib.Init()) }
+func (n *realNVML) Shutdown() error { return n.nvmlErr(n.lib.Shutdown()) }
+
+func (n *realNVML) DriverVersion() (string, error) {
+	v, r := n.lib.SystemGetDriverVersion()
+	return v, n.nvmlErr(r)
+}
+
+func (n *realNVML) DeviceCount() (int, error) {
+	c, r := n.lib.DeviceGetCount()
+	return c, n.nvmlErr(r)
+}
+
+func (n *realNVML) Device(i int) (NVMLDevice, error) {
+	d, r := n.lib.DeviceGetHandleByIndex(i)
+	if err := n.nvmlErr(r); err != nil {
+		return nil, err
+	}
+	return &realDevice{n: n, d: d}, nil
+}
+
+type realDevice struct {
+	n *realNVML
+	d nvml.Device
+}
+
+func (d *realDevice) Name() (string, error) {
+	v, r := d.d.GetName()
+	return v, d.n.nvmlErr(r)
+}
+
+func (d *realDevice) UUID() (string, error) {
+	v, r := d.d.GetUUID()
+	return v, d.n.nvmlErr(r)
+}
+
+func (d *realDevice) Minor() (int, error) {
+	v, r := d.d.GetMinorNumber()
+	return v, d.n.nvmlErr(r)
+}
+
+func (d *realDevice) MemoryTotal() (uint64, error) {
+	m, r := d.d.GetMemoryInfo()
+	return m.Total, d.n.nvmlErr(r)
+}
+
+func (d *realDevice) PCIBusID() (string, error) {
+	p, r := d.d.GetPciInfo()
+	if err := d.n.nvmlErr(r); err != nil {
+		return "", err
+	}
+	b := make([]byte, 0, len(p.BusId))
+	for _, c := range p.BusId {
+		if c == 0 {
+			break
+		}
+		b = append(b, byte(c))
+	}
+	return string(b), nil
+}
+
+func (d *realDevice) NUMANode() (int, error) {
+	v, r := d.d.GetNumaNodeId()
+	return v, d.n.nvmlErr(r)
+}
