@@ -99,7 +99,7 @@ func configureMounts(c *configs.Config, s *Spec) {
 	// runc's defaults: kernel interfaces that leak host state are masked or
 	// read-only.
 	ex := specconv.Example()
-	c.MaskPaths = append([]string(nil), ex.Linux.MaskedPaths...)
+	c.MaskPaths = append(append([]string(nil), ex.Linux.MaskedPaths...), s.Mask...)
 	c.ReadonlyPaths = append([]string(nil), ex.Linux.ReadonlyPaths...)
 }
 

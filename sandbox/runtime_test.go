@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -399,5 +400,27 @@ func TestRuntime_TakesOverItsTmpfs(t *testing.T) {
 	}
 	if err := unix.Statfs(foreign, &st); err != nil || st.Type != unix.TMPFS_MAGIC {
 		t.Errorf("Close unmounted a tmpfs it did not mount (%v)", err)
+	}
+}
+
+// TestRuntime_Mask: paths the spec masks read as empty inside (a file) or
+// hold nothing (a directory), as the other GPUs' /proc/driver/nvidia/gpus
+// entries will for a run on one GPU.
+func TestRuntime_Mask(t *testing.T) {
+	t.Parallel()
+	r := newTestRuntime(t)
+	s := shSpec(`echo "cpuinfo:$(wc -c < /proc/cpuinfo)"; echo "fs:$(ls /proc/sys/fs | wc -l)"; echo "net:$(ls /proc/sys/net | wc -l)"`)
+	s.Mask = []string{"/proc/cpuinfo", "/proc/sys/fs"}
+	res, err := r.Run(t.Context(), s)
+	if err != nil || res.Verdict != VerdictOK {
+		t.Fatalf("Run() = %+v, %v", res, err)
+	}
+	out := string(res.Stdout)
+	if !strings.Contains(out, "cpuinfo:0\n") || !strings.Contains(out, "fs:0\n") || strings.Contains(out, "net:0\n") {
+		t.Errorf("output %q: want /proc/cpuinfo empty, /proc/sys/fs empty, /proc/sys/net untouched", out)
+	}
+	requireHostClean(t, r, res.ID)
+	if _, err := Validate(Spec{Args: []string{"x"}, Limits: s.Limits, Mask: []string{"/etc/passwd"}}); !errors.Is(err, ErrInvalidSpec) {
+		t.Errorf("a mask outside /proc: %v, want ErrInvalidSpec", err)
 	}
 }

@@ -57,6 +57,9 @@ type Spec struct {
 	// container; its files are still bounded by the file-size limit.
 	Keep   []string `json:"keep,omitempty"`
 	KeepTo string   `json:"keep_to,omitempty"`
+	// Mask hides more paths of the run's /proc, as runc masks its defaults:
+	// the other GPUs' /proc/driver/nvidia/gpus/BUS directories.
+	Mask []string `json:"mask,omitempty"`
 
 	workBind string // the host directory behind /work when Keep is set
 }
@@ -141,6 +144,11 @@ func (s *Spec) validate() error {
 	}
 	if len(s.Keep) > 0 && s.KeepTo == "" {
 		return bad("keep without keep_to")
+	}
+	for _, m := range s.Mask {
+		if !strings.HasPrefix(filepath.Clean(m), "/proc/") || filepath.Clean(m) != m {
+			return bad("mask %q: must be a clean path under /proc", m)
+		}
 	}
 	for _, d := range s.Devices {
 		if d.Type != 'c' && d.Type != 'b' {
