@@ -68,6 +68,7 @@ func (a *API) Handler() http.Handler {
 	user("GET /api/submissions/{id}/events", a.events)
 	user("POST /api/submissions/{id}/cancel", a.cancel)
 	user("GET /api/queue", a.queueStatus)
+	user("GET /api/gpus", a.gpus)
 	staff("GET /api/admin/users", a.adminUsers)
 	staff("POST /api/admin/users", a.adminAddUser)
 	staff("POST /api/admin/users/{name}/ban", a.adminBan)
@@ -507,6 +508,13 @@ func (a *API) cancel(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, sub)
+}
+
+func (a *API) gpus(w http.ResponseWriter, r *http.Request) error {
+	if a.svc.gpus == nil {
+		return Errorf(CodeUnavailable, "the runner has not started")
+	}
+	return writeJSON(w, http.StatusOK, a.svc.gpus())
 }
 
 func (a *API) queueStatus(w http.ResponseWriter, r *http.Request) error {

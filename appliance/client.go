@@ -277,6 +277,13 @@ func (c *Client) Queue(ctx context.Context) (*QueueStatus, error) {
 	return &out, c.getJSON(ctx, "/api/queue", nil, &out)
 }
 
+// GPUs lists the box's slots: its GPUs (and CPU-backend slots) and what
+// each is doing.
+func (c *Client) GPUs(ctx context.Context) (*GPUsStatus, error) {
+	var out GPUsStatus
+	return &out, c.getJSON(ctx, "/api/gpus", nil, &out)
+}
+
 // Users lists users (staff).
 func (c *Client) Users(ctx context.Context) ([]User, error) {
 	var out []User

@@ -239,6 +239,40 @@ func clientCommands() []*cli.Command {
 				return tw.Flush()
 			}),
 		},
+		{
+			Name:  "gpus",
+			Usage: "list the box's GPUs (and CPU-backend slots) and what each is doing",
+			Flags: clientFlags(jsonFlag),
+			Action: clientAction(func(c *cli.Context, cl *Client) error {
+				st, err := cl.GPUs(c.Context)
+				if err != nil {
+					return clientError(err)
+				}
+				if c.Bool("json") {
+					return printJSON(c.App.Writer, st)
+				}
+				w := c.App.Writer
+				if st.Vendor == "none" {
+					fmt.Fprintf(w, "no GPUs: %s\n", strings.Join(st.Notes, "; "))
+				} else {
+					fmt.Fprintf(w, "%s driver %s\n", st.Vendor, st.Driver)
+				}
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "SLOT\tTYPE\tNAME\tPCI\tNUMA\tCPUS\tSTATE\tJOB")
+				for _, s := range st.Slots {
+					name, pci, numa := "CPU backend", "-", "-"
+					if s.GPU != nil {
+						name, pci, numa = s.GPU.Name, s.GPU.PCI, strconv.Itoa(s.GPU.NUMANode)
+					}
+					job := "-"
+					if s.Job != 0 {
+						job = strconv.FormatInt(s.Job, 10)
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.GPUType, name, pci, numa, s.Cpuset, s.State, job)
+				}
+				return tw.Flush()
+			}),
+		},
 		adminCommand(),
 	}
 }

@@ -39,6 +39,12 @@ type Config struct {
 	// Python is the harness interpreter; the first python3 that imports
 	// torch when empty.
 	Python string `yaml:"python"`
+	// GPUs is auto (discover them: NVIDIA through NVML, AMD through sysfs)
+	// or none (serve only the CPU backend).
+	GPUs string `yaml:"gpus"`
+	// GPUAliases rename GPU types for leaderboards: a driver name or a
+	// derived type maps to the name used ("NVIDIA H100 80GB HBM3": H100-SXM).
+	GPUAliases map[string]string `yaml:"gpu_aliases"`
 	// CPUSlots is how many CPU-backend runs go at once (the "cpu" GPU type);
 	// 0 offers no CPU backend.
 	CPUSlots int `yaml:"cpu_slots"`
@@ -90,6 +96,7 @@ func DefaultConfig() Config {
 	return Config{
 		DataDir:           "/var/lib/kernelbox",
 		Listen:            "127.0.0.1:8470",
+		GPUs:              "auto",
 		CPUSlots:          1,
 		Sandbox:           true,
 		Library:           true,
@@ -132,6 +139,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Listen == "" && c.Socket == "-" {
 		bad("listen", "neither a TCP address nor a socket: the API would be unreachable")
+	}
+	if c.GPUs != "auto" && c.GPUs != "none" {
+		bad("gpus", "want auto or none, got %q", c.GPUs)
 	}
 	if c.CPUSlots < 0 || c.CPUSlots > 256 {
 		bad("cpu_slots", "want 0 to 256, got %d", c.CPUSlots)

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"kernelbox/gpu"
 	"kernelbox/policies"
 	"kernelbox/problems"
 	"kernelbox/queue"
@@ -34,6 +35,11 @@ type Daemon struct {
 	// launch, when set, replaces the sandbox launcher: tests of the
 	// runner's failure paths script the launcher's answers.
 	launch launcherFunc
+	// nvml and gpuRoot, when set, replace the real NVIDIA library and the
+	// host's / for discovery: tests give the daemon fake GPUs.
+	nvml      gpu.NVML
+	gpuRoot   string
+	inventory gpu.Inventory
 
 	store  *Store
 	queue  *queue.Store
@@ -98,9 +104,21 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if d.launch != nil {
 		launch = d.launch
 	}
-	slots := cpuSlots(d.cfg.CPUSlots, allowedCPUs())
+	if d.cfg.GPUs == "auto" {
+		d.inventory = gpu.Discover(ctx, gpu.Options{NVML: d.nvml, Root: d.gpuRoot, Aliases: d.cfg.GPUAliases})
+	} else {
+		d.inventory = gpu.Inventory{Vendor: gpu.VendorNone, GPUs: []gpu.GPU{}, Notes: []string{"GPUs are off in the config (gpus: none)"}}
+	}
+	for _, g := range d.inventory.GPUs {
+		d.log.Info("GPU", "index", g.Index, "name", g.Name, "type", g.Type, "uuid", g.UUID, "pci", g.PCI, "numa", g.NUMANode)
+	}
+	if len(d.inventory.GPUs) == 0 {
+		d.log.Info("no GPUs: the CPU backend serves this box", "why", strings.Join(d.inventory.Notes, "; "))
+	}
+	cpus := allowedCPUs()
+	slots := append(gpuSlots(d.inventory, cpus), cpuSlots(d.cfg.CPUSlots, cpus)...)
 	if len(d.svc.health) == 0 && len(slots) == 0 {
-		d.svc.health = append(d.svc.health, "no slots: cpu_slots is 0 and GPU slots are not configured")
+		d.svc.health = append(d.svc.health, "no slots: no GPU was found and cpu_slots is 0")
 	}
 	d.runner = &runner{svc: d.svc, slots: slots, launch: launch, python: it, workRoot: filepath.Join(d.cfg.DataDir, "work"),
 		log: d.log.With("component", "runner")}
@@ -123,6 +141,9 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	if err := d.runner.Start(ctx); err != nil {
 		return err
+	}
+	d.svc.gpus = func() GPUsStatus {
+		return GPUsStatus{Vendor: string(d.inventory.Vendor), Driver: d.inventory.Driver, Notes: d.inventory.Notes, Slots: d.runner.states()}
 	}
 	d.api = newAPI(d.svc, d.log.With("component", "api"))
 	return d.listen()
@@ -180,7 +201,8 @@ func (d *Daemon) prepareRunner(ctx context.Context) (*problems.Interpreter, laun
 	return it, func(slot Slot, mode problems.Mode) (problems.Launcher, []string) {
 		lim := policies.ForMode(string(mode), 0)
 		lim.Cpuset = slot.Cpuset
-		return &sandboxLauncher{rt: rt, binds: binds, limits: lim}, env
+		return &sandboxLauncher{rt: rt, binds: binds, limits: lim, devices: slot.devices(mode), mask: slot.Mask},
+			append(append([]string(nil), env...), slot.env()...)
 	}
 }
 

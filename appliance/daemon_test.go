@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"kernelbox/gpu/gputest"
 	"kernelbox/internal/testutil"
 	"kernelbox/problems"
 	"kernelbox/sandbox"
@@ -84,6 +85,7 @@ func startDaemon(t testing.TB, dir string, mutate func(*Config)) *testDaemon {
 	cfg.Grace = 5 * time.Second
 	cfg.CgroupParent = testCgroupParent(t)
 	cfg.Budget = BudgetConfig{Memory: "8G", Pids: 8000}
+	cfg.GPUs = "none" // the tests of fake GPUs turn it on; the real ones stay out of the way
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -643,5 +645,98 @@ func TestDaemon_SocketAndQueue(t *testing.T) {
 	h, err := td.admin.Health(ctx)
 	if err != nil || h.Status != "ok" || h.GPUs["cpu"] != 1 {
 		t.Errorf("Health() = %+v, %v", h, err)
+	}
+}
+
+// TestDaemon_FakeGPUs gives the daemon two fake H200s (a fake NVML over a
+// /dev and /proc tree in testdata): each becomes a slot of type H200, and a
+// run on one sees that GPU's device node, never the other's, with its
+// UUID in CUDA_VISIBLE_DEVICES.
+func TestDaemon_FakeGPUs(t *testing.T) {
+	t.Parallel()
+	requireRootSandbox(t)
+	it := testutil.RequireTorch(t)
+	dir := t.TempDir()
+	cfg := DefaultConfig()
+	cfg.DataDir, cfg.Listen, cfg.Library, cfg.CPUSlots = dir, "127.0.0.1:0", false, 1
+	cfg.CgroupParent = testCgroupParent(t)
+	d := NewDaemon(cfg, testLogger(t))
+	d.Python = it
+	d.nvml = &gputest.NVML{Driver: "580.0", GPUs: []gputest.GPU{
+		{Name: "NVIDIA H200", UUID: "GPU-aaaa", Minor: 0, PCI: "00000000:00:06.0", NUMA: -1},
+		{Name: "NVIDIA H200", UUID: "GPU-bbbb", Minor: 1, PCI: "00000000:00:07.0", NUMA: -1},
+	}}
+	d.gpuRoot = filepath.Join("..", "gpu", "testdata", "nvidia")
+	if err := d.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	td := &testDaemon{t: t, d: d, dir: dir, server: "http://" + d.Addr()}
+	t.Cleanup(td.stop)
+	token, _ := os.ReadFile(AdminTokenFile(dir))
+	td.token = strings.TrimSpace(string(token))
+	td.admin, _ = NewClient(td.server, td.token)
+	ctx := t.Context()
+
+	h, err := td.admin.Health(ctx)
+	if err != nil || h.GPUs["H200"] != 2 || h.GPUs["cpu"] != 1 {
+		t.Fatalf("Health() = %+v, %v; want 2 H200 slots and 1 cpu slot", h, err)
+	}
+	out, _, code := td.cli(td.token, "gpus")
+	if code != 0 || !strings.Contains(out, "GPU-aaaa") || !strings.Contains(out, "0000:00:07.0") || !strings.Contains(out, "nvidia driver 580.0") {
+		t.Errorf("kernelbox gpus = exit %d:\n%s", code, out)
+	}
+
+	// The quick problem, offered on H200 as well.
+	prob := filepath.Join(t.TempDir(), "quickgpu")
+	if err := os.CopyFS(prob, os.DirFS(filepath.Join("testdata", "quick"))); err != nil {
+		t.Fatal(err)
+	}
+	task, _ := os.ReadFile(filepath.Join(prob, "task.yml"))
+	if err := os.WriteFile(filepath.Join(prob, "task.yml"), []byte(strings.Replace(string(task), "gpus: [cpu]", "gpus: [H200, cpu]", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := td.cli(td.token, "admin", "problems", "load", prob); code != 0 {
+		t.Fatalf("load quickgpu: exit %d: %s", code, errOut)
+	}
+	probe := []byte(`import os
+print("VISIBLE", os.environ.get("CUDA_VISIBLE_DEVICES"))
+print("DEV", " ".join(sorted(n for n in os.listdir("/dev") if n.startswith("nvidia"))))
+def custom_kernel(xs):
+    return [2 * x for x in xs]
+`)
+	// Two at once, each a second long, so both slots take one.
+	probe = append([]byte("SLEEP = 1\n"), probe...)
+	var ids []int64
+	for range 2 {
+		sub, err := td.admin.Submit(ctx, SubmitRequest{Leaderboard: "quickgpu", GPU: "H200", Mode: "test", Code: probe})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, sub.ID)
+	}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		v, err := td.admin.Wait(ctx, id, nil)
+		if err != nil || !v.Passed {
+			t.Fatalf("submission on H200: %+v, %v", v, err)
+		}
+		var rep problems.Report
+		if err := json.Unmarshal(v.Runs[0].Report, &rep); err != nil || len(rep.Phases) == 0 {
+			t.Fatalf("report: %v", err)
+		}
+		stdout := rep.Phases[0].Stdout
+		slot := v.Runs[0].GPUID
+		seen[slot] = true
+		own, other := "nvidia0", "nvidia1"
+		if slot == "GPU-bbbb" {
+			own, other = other, own
+		}
+		if !strings.Contains(stdout, "VISIBLE "+slot+"\n") || !strings.Contains(stdout, own) || strings.Contains(stdout, other) ||
+			!strings.Contains(stdout, "nvidiactl") || !strings.Contains(stdout, "nvidia-uvm") {
+			t.Errorf("run on %s printed %q; want its UUID, %s, nvidiactl and nvidia-uvm, and no %s", slot, stdout, own, other)
+		}
+	}
+	if len(seen) != 2 {
+		t.Errorf("runs went to %v, want both GPUs", seen)
 	}
 }

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"kernelbox/gpu"
 	"kernelbox/policies"
 	"kernelbox/sandbox"
 )
@@ -35,7 +35,7 @@ func runDoctor(c *cli.Context) error {
 		checks = append(checks, sandbox.Check{Name: "harness Python", OK: true,
 			Info: fmt.Sprintf("%s (Python %s, torch %s, %s)", it.Path, it.Python, it.Torch, it.Device)})
 	}
-	checks = append(checks, gpuChecks()...)
+	checks = append(checks, gpuChecks(c)...)
 
 	w := c.App.Writer
 	failed := 0
@@ -81,27 +81,32 @@ func sandboxSmokeTest(c *cli.Context) sandbox.Check {
 	return ch
 }
 
-// gpuChecks look for GPU device nodes and, on NVIDIA, whether profiling is
-// open to non-admin users (ncu in the sandbox runs as uid 65534). A box
-// without GPUs passes: it runs the CPU backend.
-func gpuChecks() []sandbox.Check {
-	nv, _ := filepath.Glob("/dev/nvidia[0-9]*")
-	kfd := fileExists("/dev/kfd")
+// gpuChecks list the GPUs discovery finds and, on NVIDIA, whether
+// profiling is open to non-admin users (ncu in the sandbox runs as uid
+// 65534). A box without GPUs passes: it runs the CPU backend, and the check
+// says why each backend found nothing.
+func gpuChecks(c *cli.Context) []sandbox.Check {
+	inv := gpu.Discover(c.Context, gpu.Options{})
+	if len(inv.GPUs) == 0 {
+		return []sandbox.Check{{Name: "GPUs", OK: true, Info: "none, so the CPU backend serves this box (" + strings.Join(inv.Notes, "; ") + ")"}}
+	}
 	var out []sandbox.Check
-	switch {
-	case len(nv) > 0:
-		out = append(out, sandbox.Check{Name: "GPU device nodes", OK: fileExists("/dev/nvidiactl") && fileExists("/dev/nvidia-uvm"),
-			Info: fmt.Sprintf("NVIDIA: %s", strings.Join(nv, " ")), Fix: "load nvidia-uvm (nvidia-modprobe -u -c 0) so /dev/nvidia-uvm exists"})
+	for _, g := range inv.GPUs {
+		ch := sandbox.Check{Name: fmt.Sprintf("GPU %d", g.Index), OK: true,
+			Info: fmt.Sprintf("%s → type %s, %s, %s, NUMA %d, %d GiB", g.Name, g.Type, g.UUID, g.PCI, g.NUMANode, g.Memory>>30)}
+		for _, n := range g.Nodes {
+			if !fileExists(n.Path) && n.Path != "/dev/nvidia-uvm" {
+				ch.OK, ch.Info = false, ch.Info+"; missing "+n.Path
+				ch.Fix = "the driver creates its device nodes at load (nvidia-modprobe -c 0 -u for NVIDIA)"
+			}
+		}
+		out = append(out, ch)
+	}
+	if inv.Vendor == gpu.VendorNVIDIA {
 		params, err := os.ReadFile("/proc/driver/nvidia/params")
 		adminOnly := err != nil || strings.Contains(string(params), "RmProfilingAdminOnly: 1")
 		out = append(out, sandbox.Check{Name: "ncu permission", OK: !adminOnly, Info: "RmProfilingAdminOnly " + map[bool]string{true: "1 (or unknown)", false: "0"}[adminOnly],
 			Fix: "set options nvidia NVreg_RestrictProfilingToAdminUsers=0 (modprobe.d) and reload the driver, for profile mode"})
-	case kfd:
-		r, _ := filepath.Glob("/dev/dri/renderD*")
-		out = append(out, sandbox.Check{Name: "GPU device nodes", OK: len(r) > 0, Info: "AMD: /dev/kfd " + strings.Join(r, " "),
-			Fix: "the amdgpu driver exposes /dev/dri/renderD* for each GPU"})
-	default:
-		out = append(out, sandbox.Check{Name: "GPU device nodes", OK: true, Info: "none: the CPU backend serves this box"})
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,8 +17,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"kernelbox/gpu"
 	"kernelbox/problems"
 	"kernelbox/queue"
+	"kernelbox/sandbox"
 )
 
 // Slot is one GPU, or one share of the CPU backend, that runs one job at a
@@ -28,6 +31,62 @@ type Slot struct {
 	Device  string `json:"device"`
 	// Cpuset pins the slot's runs to these CPUs ("0-7"); empty for all.
 	Cpuset string `json:"cpuset,omitempty"`
+	// GPU is the slot's GPU; nil for a CPU slot.
+	GPU *gpu.GPU `json:"gpu_info,omitempty"`
+	// Mask are the other GPUs' /proc directories, hidden from its runs.
+	Mask []string `json:"-"`
+}
+
+// gpuSlots makes one slot per GPU: its runs get its device nodes, the CPUs
+// of its NUMA node that the daemon may use (all of them when that leaves
+// none) and none of the other GPUs' /proc entries.
+func gpuSlots(inv gpu.Inventory, allowed []int) []Slot {
+	var out []Slot
+	for i := range inv.GPUs {
+		g := &inv.GPUs[i]
+		s := Slot{ID: g.UUID, GPUType: g.Type, Device: "cuda", GPU: g}
+		if near, err := gpu.ParseCPUList(g.CPUs); err == nil {
+			var ids []string
+			for _, c := range near {
+				if slices.Contains(allowed, c) {
+					ids = append(ids, strconv.Itoa(c))
+				}
+			}
+			s.Cpuset = strings.Join(ids, ",")
+		}
+		for _, o := range inv.GPUs {
+			if o.UUID != g.UUID && o.ProcDir != "" {
+				s.Mask = append(s.Mask, o.ProcDir)
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// devices are the nodes a run in mode gets on the slot: the GPU's, and
+// for profile mode the profiler's too.
+func (s Slot) devices(mode problems.Mode) []sandbox.Device {
+	if s.GPU == nil {
+		return nil
+	}
+	nodes := s.GPU.Nodes
+	if mode == problems.ModeProfile {
+		nodes = append(append([]gpu.Node(nil), nodes...), s.GPU.ProfilingNodes...)
+	}
+	var out []sandbox.Device
+	for _, n := range nodes {
+		out = append(out, sandbox.Device{Path: n.Path, Type: n.Type, Major: n.Major, Minor: n.Minor})
+	}
+	return out
+}
+
+// env is what the slot adds to a run's environment.
+func (s Slot) env() []string {
+	if s.GPU == nil {
+		return nil
+	}
+	return s.GPU.VisibleEnv
 }
 
 // cpuSlots are the CPU backend's slots. With at least as many CPUs as
@@ -91,7 +150,8 @@ type runner struct {
 	cancelHard context.CancelFunc
 	wg         sync.WaitGroup
 	stopOnce   sync.Once
-	onJobDone  func() // tests and the idle-gap benchmark listen here
+	busy       sync.Map // slot id -> the job it runs (int64)
+	onJobDone  func()   // tests and the idle-gap benchmark listen here
 }
 
 // Start registers the slots with the service and starts one goroutine per
@@ -125,6 +185,26 @@ func (r *runner) Start(ctx context.Context) error {
 	return nil
 }
 
+// SlotState is a slot as `kernelbox gpus` shows it.
+type SlotState struct {
+	Slot
+	State string `json:"state"`         // idle or running
+	Job   int64  `json:"job,omitempty"` // the queue job it runs
+}
+
+// states reports each slot and what it is doing.
+func (r *runner) states() []SlotState {
+	out := []SlotState{}
+	for _, s := range r.slots {
+		st := SlotState{Slot: s, State: "idle"}
+		if j, ok := r.busy.Load(s.ID); ok {
+			st.State, st.Job = "running", j.(int64)
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
 // Stop stops claiming, lets running jobs finish for up to grace, then
 // stops them and gives their jobs back to the queue. It is idempotent.
 func (r *runner) Stop(grace time.Duration) {
@@ -155,7 +235,9 @@ func (r *runner) loop(slot Slot) {
 		wake := r.svc.wake.Wait()
 		l, err := r.svc.queue.Claim(r.soft, req)
 		if err == nil {
+			r.busy.Store(slot.ID, l.ID)
 			r.handle(log, slot, l)
+			r.busy.Delete(slot.ID)
 			if r.onJobDone != nil {
 				r.onJobDone()
 			}

@@ -25,6 +25,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "data", Usage: "the data directory", Value: d.DataDir},
 			&cli.StringFlag{Name: "listen", Usage: "TCP address of the API (\"\" for the socket only)", Value: d.Listen},
 			&cli.StringFlag{Name: "socket", Usage: "unix socket for local admin (default DATA/kernelbox.sock; - for none)"},
+			&cli.StringFlag{Name: "gpus", Usage: "auto (discover them) or none (the CPU backend only)", Value: d.GPUs},
 			&cli.IntFlag{Name: "cpu-slots", Usage: "CPU-backend runs at once (the cpu GPU type)", Value: d.CPUSlots},
 			&cli.DurationFlag{Name: "grace", Usage: "how long shutdown waits for running jobs", Value: d.Grace},
 			&cli.BoolFlag{Name: "no-sandbox", Usage: "run submissions without the sandbox (development only: they get the daemon's rights)"},
@@ -57,6 +58,9 @@ func serveConfig(c *cli.Context) (Config, error) {
 	}
 	if c.IsSet("socket") {
 		cfg.Socket = c.String("socket")
+	}
+	if c.IsSet("gpus") {
+		cfg.GPUs = c.String("gpus")
 	}
 	if c.IsSet("cpu-slots") {
 		cfg.CPUSlots = c.Int("cpu-slots")

@@ -73,6 +73,9 @@ type Service struct {
 	// draining is set at shutdown: submissions are refused from then on.
 	draining atomic.Bool
 
+	// gpus reports the inventory and the slots' states for GET /api/gpus.
+	gpus func() GPUsStatus
+
 	mu    sync.Mutex
 	slots map[string]int // GPU type -> slots the runner serves
 	tasks map[string]*problems.Task
@@ -469,4 +472,12 @@ func (s *Service) Queue(ctx context.Context, u *User) (*QueueStatus, error) {
 		st.Mine = append(st.Mine, mj)
 	}
 	return st, nil
+}
+
+// GPUsStatus is what `kernelbox gpus` shows.
+type GPUsStatus struct {
+	Vendor string      `json:"vendor"`
+	Driver string      `json:"driver,omitempty"`
+	Notes  []string    `json:"notes,omitempty"`
+	Slots  []SlotState `json:"slots"`
 }

@@ -105,3 +105,16 @@ func TestTypeOf(t *testing.T) {
 		t.Errorf("TypeOf with a name alias = %q", got)
 	}
 }
+
+func TestParseCPUList(t *testing.T) {
+	t.Parallel()
+	got, err := gpu.ParseCPUList("0-3,8,10-11\n")
+	if err != nil || !cmp.Equal(got, []int{0, 1, 2, 3, 8, 10, 11}) {
+		t.Errorf("ParseCPUList = %v, %v", got, err)
+	}
+	for _, bad := range []string{"a", "3-1", "1-x"} {
+		if _, err := gpu.ParseCPUList(bad); err == nil {
+			t.Errorf("ParseCPUList(%q) = nil error", bad)
+		}
+	}
+}

@@ -77,3 +77,28 @@ func nodeCPUs(root string, node int) string {
 	}
 	return strings.TrimSpace(string(b))
 }
+
+// ParseCPUList reads a kernel cpulist ("0-7,16-23") into CPU ids.
+func ParseCPUList(s string) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(strings.TrimSpace(s), ",") {
+		if part == "" {
+			continue
+		}
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return nil, fmt.Errorf("cpulist %q: %w", s, err)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return nil, fmt.Errorf("cpulist %q: bad range %q", s, part)
+			}
+		}
+		for c := a; c <= b && c < 1<<16; c++ {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
