@@ -622,6 +622,7 @@ func submissionsCommand() *cli.Command {
 				ArgsUsage: "ID",
 				Flags: clientFlags(jsonFlag,
 					&cli.BoolFlag{Name: "code", Usage: "print the submitted code too"},
+					&cli.BoolFlag{Name: "wait", Usage: "wait for it to end first"},
 					&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show stdout and stderr of every phase"}),
 				Action: func(c *cli.Context) error {
 					id, err := idArg(c)
@@ -631,6 +632,11 @@ func submissionsCommand() *cli.Command {
 					cl, err := client(c)
 					if err != nil {
 						return err
+					}
+					if c.Bool("wait") {
+						if _, err := cl.Wait(c.Context, id, nil); err != nil {
+							return clientError(err)
+						}
 					}
 					v, err := cl.Submission(c.Context, id, c.Bool("code"))
 					if err != nil {
