@@ -32,6 +32,17 @@ type NVMLDevice interface {
 	MemoryTotal() (uint64, error)
 	PCIBusID() (string, error)
 	NUMANode() (int, error)
+
+	// Telemetry and control, for the fair-measurement gate.
+	Temperature() (uint32, error)       // °C
+	SMClock() (uint32, error)           // MHz now
+	MaxSMClock() (uint32, error)        // MHz
+	Power() (uint32, error)             // mW
+	ClockEventReasons() (uint64, error) // the throttle bitmask
+	MemoryUsed() (uint64, error)
+	ComputeProcesses() ([]uint32, error) // host pids
+	SetLockedClocks(minMHz, maxMHz uint32) error
+	ResetLockedClocks() error
 }
 
 func discoverNVIDIA(_ context.Context, opt Options) (Inventory, error) {

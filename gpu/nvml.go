@@ -89,3 +89,53 @@ func (d *realDevice) NUMANode() (int, error) {
 	v, r := d.d.GetNumaNodeId()
 	return v, d.n.nvmlErr(r)
 }
+
+func (d *realDevice) Temperature() (uint32, error) {
+	v, r := d.d.GetTemperature(nvml.TEMPERATURE_GPU)
+	return v, d.n.nvmlErr(r)
+}
+
+func (d *realDevice) SMClock() (uint32, error) {
+	v, r := d.d.GetClockInfo(nvml.CLOCK_SM)
+	return v, d.n.nvmlErr(r)
+}
+
+func (d *realDevice) MaxSMClock() (uint32, error) {
+	v, r := d.d.GetMaxClockInfo(nvml.CLOCK_SM)
+	return v, d.n.nvmlErr(r)
+}
+
+func (d *realDevice) Power() (uint32, error) {
+	v, r := d.d.GetPowerUsage()
+	return v, d.n.nvmlErr(r)
+}
+
+func (d *realDevice) ClockEventReasons() (uint64, error) {
+	v, r := d.d.GetCurrentClocksEventReasons()
+	return v, d.n.nvmlErr(r)
+}
+
+func (d *realDevice) MemoryUsed() (uint64, error) {
+	m, r := d.d.GetMemoryInfo()
+	return m.Used, d.n.nvmlErr(r)
+}
+
+func (d *realDevice) ComputeProcesses() ([]uint32, error) {
+	ps, r := d.d.GetComputeRunningProcesses()
+	if err := d.n.nvmlErr(r); err != nil {
+		return nil, err
+	}
+	out := make([]uint32, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, p.Pid)
+	}
+	return out, nil
+}
+
+func (d *realDevice) SetLockedClocks(lo, hi uint32) error {
+	return d.n.nvmlErr(d.d.SetGpuLockedClocks(lo, hi))
+}
+
+func (d *realDevice) ResetLockedClocks() error {
+	return d.n.nvmlErr(d.d.ResetGpuLockedClocks())
+}

@@ -1,0 +1,310 @@
+package gpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Clock-event ("throttle") reasons of NVML's bitmask that kernelbox acts on.
+const (
+	ReasonIdle         uint64 = 0x1
+	ReasonSwPowerCap   uint64 = 0x4
+	ReasonHwSlowdown   uint64 = 0x8
+	ReasonSwThermal    uint64 = 0x20
+	ReasonHwThermal    uint64 = 0x40
+	ReasonHwPowerBrake uint64 = 0x80
+)
+
+// DefaultThrottleMask are the reasons that make a timing unfair: the
+// environment slowed the GPU (heat, a hardware slowdown, the power brake).
+// The software power cap is left out: a heavy kernel reaches it by itself,
+// and with clocks locked below the maximum it rarely does.
+const DefaultThrottleMask = ReasonHwSlowdown | ReasonSwThermal | ReasonHwThermal | ReasonHwPowerBrake
+
+// ErrGate means a GPU did not become fit for a ranked run in time.
+var ErrGate = errors.New("GPU not ready for a ranked run")
+
+// Telemetry is one reading of a GPU.
+type Telemetry struct {
+	At         time.Time `json:"at"`
+	TempC      uint32    `json:"temp_c"`
+	SMClockMHz uint32    `json:"sm_clock_mhz"`
+	PowerMW    uint32    `json:"power_mw"`
+	Reasons    uint64    `json:"clock_event_reasons"`
+	MemUsed    uint64    `json:"memory_used_bytes"`
+	Processes  int       `json:"compute_processes"`
+}
+
+// Monitor keeps NVML open for the daemon's life: readings, the pre-flight
+// gate, sampling across a run, and clock locks (undone at Close).
+type Monitor struct {
+	lib      NVML
+	mu       sync.Mutex
+	devs     map[string]NVMLDevice // by UUID
+	baseline map[string]uint64     // memory used when idle, at open
+	locked   map[string]bool
+}
+
+// OpenMonitor initialises NVML and keeps it until Close.
+func OpenMonitor(lib NVML) (*Monitor, error) {
+	if err := lib.Init(); err != nil {
+		return nil, fmt.Errorf("open GPU monitor: %w", err)
+	}
+	m := &Monitor{lib: lib, devs: map[string]NVMLDevice{}, baseline: map[string]uint64{}, locked: map[string]bool{}}
+	n, err := lib.DeviceCount()
+	if err != nil {
+		lib.Shutdown()
+		return nil, fmt.Errorf("open GPU monitor: %w", err)
+	}
+	for i := range n {
+		d, err := lib.Device(i)
+		if err != nil {
+			lib.Shutdown()
+			return nil, fmt.Errorf("open GPU monitor: GPU %d: %w", i, err)
+		}
+		uuid, err := d.UUID()
+		if err != nil {
+			lib.Shutdown()
+			return nil, fmt.Errorf("open GPU monitor: GPU %d: %w", i, err)
+		}
+		m.devs[uuid] = d
+		m.baseline[uuid], _ = d.MemoryUsed()
+	}
+	return m, nil
+}
+
+// Close resets the clocks this monitor locked and closes NVML.
+func (m *Monitor) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var errs []error
+	for uuid := range m.locked {
+		if err := m.devs[uuid].ResetLockedClocks(); err != nil {
+			errs = append(errs, fmt.Errorf("reset clocks of %s: %w", uuid, err))
+		}
+	}
+	m.locked = map[string]bool{}
+	errs = append(errs, m.lib.Shutdown())
+	return errors.Join(errs...)
+}
+
+func (m *Monitor) dev(uuid string) (NVMLDevice, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, ok := m.devs[uuid]
+	if !ok {
+		return nil, fmt.Errorf("no GPU %s", uuid)
+	}
+	return d, nil
+}
+
+// Read takes one reading. Values a GPU does not support stay zero.
+func (m *Monitor) Read(uuid string) (Telemetry, error) {
+	d, err := m.dev(uuid)
+	if err != nil {
+		return Telemetry{}, err
+	}
+	t := Telemetry{At: time.Now().UTC()}
+	var errs []error
+	keep := func(err error) {
+		if err != nil && !errors.Is(err, ErrNotSupported) {
+			errs = append(errs, err)
+		}
+	}
+	var e error
+	t.TempC, e = d.Temperature()
+	keep(e)
+	t.SMClockMHz, e = d.SMClock()
+	keep(e)
+	t.PowerMW, e = d.Power()
+	keep(e)
+	t.Reasons, e = d.ClockEventReasons()
+	keep(e)
+	t.MemUsed, e = d.MemoryUsed()
+	keep(e)
+	procs, e := d.ComputeProcesses()
+	keep(e)
+	t.Processes = len(procs)
+	if len(errs) > 0 {
+		return t, fmt.Errorf("read GPU %s: %w", uuid, errors.Join(errs...))
+	}
+	return t, nil
+}
+
+// GateConfig says when a GPU is fit for a ranked run.
+type GateConfig struct {
+	MaxTempC uint32        // hotter than this: wait for it to cool (0: no limit)
+	Wait     time.Duration // how long to wait for the GPU to become fit
+	Poll     time.Duration // how often to look while waiting
+	// MemorySlack is how far above its idle baseline used memory may be
+	// (something left on the GPU).
+	MemorySlack  uint64
+	ThrottleMask uint64
+}
+
+// Gate waits until the GPU is fit for a ranked run: no compute process on
+// it, memory back at its baseline, no throttle reason of the mask, and
+// cool enough. It returns the reading that passed, or ErrGate with what
+// was still wrong when the wait ran out.
+func (m *Monitor) Gate(ctx context.Context, uuid string, cfg GateConfig) (Telemetry, error) {
+	if cfg.Poll <= 0 {
+		cfg.Poll = 500 * time.Millisecond
+	}
+	deadline := time.Now().Add(cfg.Wait)
+	for {
+		t, err := m.Read(uuid)
+		if err != nil {
+			return t, err
+		}
+		why := m.unfit(uuid, t, cfg)
+		if len(why) == 0 {
+			return t, nil
+		}
+		if !time.Now().Before(deadline) {
+			return t, fmt.Errorf("%w: %s after %v", ErrGate, strings.Join(why, ", "), cfg.Wait)
+		}
+		select {
+		case <-ctx.Done():
+			return t, ctx.Err()
+		case <-time.After(cfg.Poll):
+		}
+	}
+}
+
+func (m *Monitor) unfit(uuid string, t Telemetry, cfg GateConfig) []string {
+	var why []string
+	if t.Processes > 0 {
+		why = append(why, fmt.Sprintf("%d compute processes on it", t.Processes))
+	}
+	m.mu.Lock()
+	base := m.baseline[uuid]
+	m.mu.Unlock()
+	if t.MemUsed > base+cfg.MemorySlack {
+		why = append(why, fmt.Sprintf("%d MiB used against %d MiB idle", t.MemUsed>>20, base>>20))
+	}
+	if r := t.Reasons & cfg.ThrottleMask; r != 0 {
+		why = append(why, fmt.Sprintf("throttled (reasons %#x)", r))
+	}
+	if cfg.MaxTempC > 0 && t.TempC > cfg.MaxTempC {
+		why = append(why, fmt.Sprintf("%d °C, above %d °C", t.TempC, cfg.MaxTempC))
+	}
+	return why
+}
+
+// RunTelemetry is what a run's sampling found: the readings before and
+// after, the range of the SM clock, the peaks, and every clock-event
+// reason seen.
+type RunTelemetry struct {
+	GPU         string    `json:"gpu"`
+	Before      Telemetry `json:"before"`
+	After       Telemetry `json:"after"`
+	Samples     int       `json:"samples"`
+	SMClockMin  uint32    `json:"sm_clock_min_mhz"`
+	SMClockMax  uint32    `json:"sm_clock_max_mhz"`
+	SMClockMean float64   `json:"sm_clock_mean_mhz"`
+	TempMaxC    uint32    `json:"temp_max_c"`
+	PowerMaxMW  uint32    `json:"power_max_mw"`
+	Reasons     uint64    `json:"clock_event_reasons"`
+	// Throttled is set when a reason of the mask was seen: the run's
+	// timings are not comparable and it must not be scored.
+	Throttled bool `json:"throttled"`
+}
+
+// Sampler reads a GPU every interval until Stop.
+type Sampler struct {
+	m     *Monitor
+	uuid  string
+	mask  uint64
+	stop  chan struct{}
+	done  chan struct{}
+	mu    sync.Mutex
+	out   RunTelemetry
+	sumMH float64
+}
+
+// Sample starts reading the GPU every interval; Stop ends it and returns
+// the summary. The goroutine belongs to the Sampler.
+func (m *Monitor) Sample(uuid string, every time.Duration, mask uint64) *Sampler {
+	s := &Sampler{m: m, uuid: uuid, mask: mask, stop: make(chan struct{}), done: make(chan struct{})}
+	s.out.GPU = uuid
+	if t, err := m.Read(uuid); err == nil {
+		s.out.Before = t
+		s.add(t)
+	}
+	go func() {
+		defer close(s.done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-tick.C:
+				if t, err := m.Read(uuid); err == nil {
+					s.add(t)
+				}
+			}
+		}
+	}()
+	return s
+}
+
+func (s *Sampler) add(t Telemetry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := &s.out
+	if o.Samples == 0 || t.SMClockMHz < o.SMClockMin {
+		o.SMClockMin = t.SMClockMHz
+	}
+	o.SMClockMax = max(o.SMClockMax, t.SMClockMHz)
+	o.TempMaxC = max(o.TempMaxC, t.TempC)
+	o.PowerMaxMW = max(o.PowerMaxMW, t.PowerMW)
+	o.Reasons |= t.Reasons
+	o.Samples++
+	s.sumMH += float64(t.SMClockMHz)
+}
+
+// Stop ends the sampling with a last reading and returns the summary.
+func (s *Sampler) Stop() RunTelemetry {
+	close(s.stop)
+	<-s.done
+	if t, err := s.m.Read(s.uuid); err == nil {
+		s.out.After = t
+		s.add(t)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.out.Samples > 0 {
+		s.out.SMClockMean = s.sumMH / float64(s.out.Samples)
+	}
+	s.out.Throttled = s.out.Reasons&s.mask != 0
+	return s.out
+}
+
+// LockClocks locks the GPU's SM clock to [lo, hi] MHz; Close undoes it.
+func (m *Monitor) LockClocks(uuid string, lo, hi uint32) error {
+	d, err := m.dev(uuid)
+	if err != nil {
+		return err
+	}
+	if err := d.SetLockedClocks(lo, hi); err != nil {
+		return fmt.Errorf("lock clocks of %s to %d-%d MHz: %w", uuid, lo, hi, err)
+	}
+	m.mu.Lock()
+	m.locked[uuid] = true
+	m.mu.Unlock()
+	return nil
+}
+
+// MaxSMClock is the GPU's highest SM clock.
+func (m *Monitor) MaxSMClock(uuid string) (uint32, error) {
+	d, err := m.dev(uuid)
+	if err != nil {
+		return 0, err
+	}
+	return d.MaxSMClock()
+}

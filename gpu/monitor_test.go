@@ -1,0 +1,125 @@
+package gpu_test
+
+import (
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"kernelbox/gpu"
+	"kernelbox/gpu/gputest"
+)
+
+func fakeH200() *gputest.NVML {
+	return &gputest.NVML{GPUs: []gputest.GPU{{Name: "NVIDIA H200", UUID: "GPU-aaaa", PCI: "00000000:00:06.0", NUMA: -1,
+		Temp: 40, SMClockMHz: 1980, MaxSMMHz: 1980, PowerMW: 90000, MemUsed: 600 << 20, Reasons: gpu.ReasonIdle}}}
+}
+
+func TestMonitor_GateWaitsForCoolDown(t *testing.T) {
+	t.Parallel()
+	fake := fakeH200()
+	var reads atomic.Int32
+	fake.GPUs[0].TempFunc = func() uint32 { return 90 - 10*uint32(min(reads.Add(1), 4)) } // 80, 70, 60, 50, 50...
+	m, err := gpu.OpenMonitor(fake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	tel, err := m.Gate(t.Context(), "GPU-aaaa", gpu.GateConfig{MaxTempC: 65, Wait: 5 * time.Second, Poll: time.Millisecond, ThrottleMask: gpu.DefaultThrottleMask})
+	if err != nil || tel.TempC > 65 {
+		t.Fatalf("Gate = %+v, %v; want to pass once at or below 65 °C", tel, err)
+	}
+	if n := reads.Load(); n < 3 {
+		t.Errorf("Gate passed after %d readings, want it to have waited for the cool-down", n)
+	}
+}
+
+func TestMonitor_GateRefuses(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		set  func(*gputest.GPU)
+		want string
+	}{
+		"foreign process": {func(g *gputest.GPU) { g.Procs = []uint32{4242} }, "1 compute processes"},
+		"memory left":     {func(g *gputest.GPU) { g.MemUsed = 8 << 30 }, "MiB used"},
+		"throttled":       {func(g *gputest.GPU) { g.Reasons = gpu.ReasonHwThermal }, "throttled (reasons 0x40)"},
+		"hot":             {func(g *gputest.GPU) { g.Temp = 88 }, "88 °C"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fake := fakeH200()
+			m, err := gpu.OpenMonitor(fake) // the baseline: 600 MiB used
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			tc.set(&fake.GPUs[0])
+			_, err = m.Gate(t.Context(), "GPU-aaaa", gpu.GateConfig{MaxTempC: 80, Wait: 20 * time.Millisecond, Poll: time.Millisecond,
+				MemorySlack: 512 << 20, ThrottleMask: gpu.DefaultThrottleMask})
+			if !errors.Is(err, gpu.ErrGate) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Gate = %v, want ErrGate saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestMonitor_SampleSeesThrottle(t *testing.T) {
+	t.Parallel()
+	fake := fakeH200()
+	var n atomic.Int32
+	// The third reading is throttled by heat, briefly.
+	fake.GPUs[0].ReasonsFunc = func() uint64 {
+		if n.Add(1) == 3 {
+			return gpu.ReasonSwThermal
+		}
+		return 0
+	}
+	m, err := gpu.OpenMonitor(fake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	s := m.Sample("GPU-aaaa", time.Millisecond, gpu.DefaultThrottleMask)
+	for deadline := time.Now().Add(5 * time.Second); n.Load() < 5; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) { // the sampler's own pace, bounded
+			t.Fatal("the sampler took fewer than 5 readings in 5 s")
+		}
+	}
+	rt := s.Stop()
+	if !rt.Throttled || rt.Reasons&gpu.ReasonSwThermal == 0 || rt.Samples < 5 || rt.SMClockMin != 1980 || rt.TempMaxC != 40 {
+		t.Errorf("Stop() = %+v; want a throttled run with its readings", rt)
+	}
+	// A power cap alone does not void a run.
+	fake.GPUs[0].ReasonsFunc = func() uint64 { return gpu.ReasonSwPowerCap }
+	if rt := m.Sample("GPU-aaaa", time.Millisecond, gpu.DefaultThrottleMask).Stop(); rt.Throttled {
+		t.Errorf("a software power cap marked the run throttled: %+v", rt)
+	}
+}
+
+func TestMonitor_LockClocks(t *testing.T) {
+	t.Parallel()
+	fake := fakeH200()
+	m, err := gpu.OpenMonitor(fake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.LockClocks("GPU-aaaa", 1500, 1500); err != nil {
+		t.Fatal(err)
+	}
+	if fake.GPUs[0].Locked != [2]uint32{1500, 1500} {
+		t.Errorf("locked = %v, want 1500-1500", fake.GPUs[0].Locked)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fake.GPUs[0].Locked != [2]uint32{} || fake.Inits != fake.Downs {
+		t.Errorf("after Close: locked %v, Init %d Shutdown %d; want clocks reset and NVML closed", fake.GPUs[0].Locked, fake.Inits, fake.Downs)
+	}
+	fake.GPUs[0].LockErr = errors.New("nvml: insufficient permissions")
+	m2, _ := gpu.OpenMonitor(fake)
+	defer m2.Close()
+	if err := m2.LockClocks("GPU-aaaa", 1500, 1500); err == nil || !strings.Contains(err.Error(), "insufficient permissions") {
+		t.Errorf("LockClocks without permission = %v", err)
+	}
+}
