@@ -151,10 +151,12 @@ func flagsFirst(app *cli.App, args []string) []string {
 	return append(out, positional...)
 }
 
-var pythonFlag = &cli.StringFlag{
-	Name:    "python",
-	Usage:   "the Python interpreter for the harness (default: the first python3 on PATH that imports torch)",
-	EnvVars: []string{"KERNELBOX_PYTHON"},
+func pythonFlag() cli.Flag {
+	return &cli.StringFlag{
+		Name:    "python",
+		Usage:   "the Python interpreter for the harness (default: the first python3 on PATH that imports torch)",
+		EnvVars: []string{"KERNELBOX_PYTHON"},
+	}
 }
 
 func findPython(c *cli.Context) (*problems.Interpreter, error) {

@@ -71,7 +71,10 @@ func clientFlags(extra ...cli.Flag) []cli.Flag {
 	}, extra...)
 }
 
-var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table"}
+// jsonFlag() and the other shared flags are made fresh for each command:
+// urfave/cli writes into a flag when it parses it, so one flag value must
+// not serve two apps (the tests run many at once).
+func jsonFlag() cli.Flag { return &cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table"} }
 
 // client builds the API client from flags, environment and the login file.
 func client(c *cli.Context) (*Client, error) {
@@ -185,7 +188,7 @@ func clientCommands() []*cli.Command {
 		{
 			Name:  "leaderboards",
 			Usage: "list the leaderboards with their GPU types, deadline and state",
-			Flags: clientFlags(jsonFlag),
+			Flags: clientFlags(jsonFlag()),
 			Action: clientAction(func(c *cli.Context, cl *Client) error {
 				lbs, err := cl.Leaderboards(c.Context)
 				if err != nil {
@@ -207,13 +210,13 @@ func clientCommands() []*cli.Command {
 			Name:      "leaderboard",
 			Usage:     "show a leaderboard's ranking",
 			ArgsUsage: "NAME",
-			Flags:     clientFlags(jsonFlag, &cli.StringFlag{Name: "gpu", Usage: "one GPU type (default: every one)"}),
+			Flags:     clientFlags(jsonFlag(), &cli.StringFlag{Name: "gpu", Usage: "one GPU type (default: every one)"}),
 			Action:    runLeaderboard,
 		},
 		{
 			Name:  "queue",
 			Usage: "show the queue: depth per GPU type, your jobs, their position and ETA",
-			Flags: clientFlags(jsonFlag),
+			Flags: clientFlags(jsonFlag()),
 			Action: clientAction(func(c *cli.Context, cl *Client) error {
 				q, err := cl.Queue(c.Context)
 				if err != nil {
@@ -242,7 +245,7 @@ func clientCommands() []*cli.Command {
 		{
 			Name:  "gpus",
 			Usage: "list the box's GPUs (and CPU-backend slots) and what each is doing",
-			Flags: clientFlags(jsonFlag),
+			Flags: clientFlags(jsonFlag()),
 			Action: clientAction(func(c *cli.Context, cl *Client) error {
 				st, err := cl.GPUs(c.Context)
 				if err != nil {
@@ -334,7 +337,7 @@ func submitCommand() *cli.Command {
 			&cli.StringFlag{Name: "mode", Aliases: []string{"m"}, Value: "test", Usage: "test, benchmark, leaderboard or profile"},
 			&cli.BoolFlag{Name: "no-wait", Usage: "print the submission id and return at once"},
 			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show stdout and stderr of every phase"},
-			jsonFlag,
+			jsonFlag(),
 		),
 		Action: runSubmit,
 	}
@@ -591,7 +594,7 @@ func submissionsCommand() *cli.Command {
 			{
 				Name:  "list",
 				Usage: "list your submissions, newest first",
-				Flags: clientFlags(jsonFlag,
+				Flags: clientFlags(jsonFlag(),
 					&cli.StringFlag{Name: "leaderboard", Aliases: []string{"l"}, Usage: "only this leaderboard"},
 					&cli.BoolFlag{Name: "all", Usage: "every user's (organisers and admins)"},
 					&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most this many"}),
@@ -620,7 +623,7 @@ func submissionsCommand() *cli.Command {
 				Name:      "show",
 				Usage:     "show a submission and its result",
 				ArgsUsage: "ID",
-				Flags: clientFlags(jsonFlag,
+				Flags: clientFlags(jsonFlag(),
 					&cli.BoolFlag{Name: "code", Usage: "print the submitted code too"},
 					&cli.BoolFlag{Name: "wait", Usage: "wait for it to end first"},
 					&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show stdout and stderr of every phase"}),
@@ -669,7 +672,7 @@ func submissionsCommand() *cli.Command {
 				Name:      "cancel",
 				Usage:     "cancel a queued or running submission",
 				ArgsUsage: "ID",
-				Flags:     clientFlags(jsonFlag),
+				Flags:     clientFlags(jsonFlag()),
 				Action: func(c *cli.Context) error {
 					id, err := idArg(c)
 					if err != nil {
@@ -705,7 +708,7 @@ func adminCommand() *cli.Command {
 				Subcommands: []*cli.Command{
 					{
 						Name: "add", Usage: "add a user and print their token", ArgsUsage: "NAME",
-						Flags: clientFlags(jsonFlag, &cli.StringFlag{Name: "role", Value: "contestant", Usage: "contestant, organiser or admin"}),
+						Flags: clientFlags(jsonFlag(), &cli.StringFlag{Name: "role", Value: "contestant", Usage: "contestant, organiser or admin"}),
 						Action: func(c *cli.Context) error {
 							if c.NArg() != 1 {
 								return usageError("admin users add: give one NAME")
@@ -726,7 +729,7 @@ func adminCommand() *cli.Command {
 						},
 					},
 					{
-						Name: "list", Usage: "list the users", Flags: clientFlags(jsonFlag),
+						Name: "list", Usage: "list the users", Flags: clientFlags(jsonFlag()),
 						Action: clientAction(func(c *cli.Context, cl *Client) error {
 							users, err := cl.Users(c.Context)
 							if err != nil {
@@ -767,7 +770,7 @@ func adminCommand() *cli.Command {
 			},
 			{
 				Name: "invite", Usage: "create an invite code and print it",
-				Flags: clientFlags(jsonFlag,
+				Flags: clientFlags(jsonFlag(),
 					&cli.StringFlag{Name: "role", Value: "contestant", Usage: "contestant or organiser"},
 					&cli.IntFlag{Name: "uses", Value: 1, Usage: "how many people may redeem it"},
 					&cli.DurationFlag{Name: "expires", Usage: "valid for this long (default: no expiry)"},
@@ -795,7 +798,7 @@ func adminCommand() *cli.Command {
 					Name:      "load",
 					Usage:     "load a competition file (KernelBot's format) or one problem directory",
 					ArgsUsage: "PATH",
-					Flags:     clientFlags(jsonFlag),
+					Flags:     clientFlags(jsonFlag()),
 					Action:    runLoadProblems,
 				}},
 			},
@@ -803,7 +806,7 @@ func adminCommand() *cli.Command {
 				Name:      "leaderboard",
 				Usage:     "open, close, extend a leaderboard or set its rate limits",
 				ArgsUsage: "NAME",
-				Flags: clientFlags(jsonFlag,
+				Flags: clientFlags(jsonFlag(),
 					&cli.StringFlag{Name: "visibility", Usage: "open (everyone) or closed (invited users only)"},
 					&cli.StringFlag{Name: "deadline", Usage: "a new deadline (2006-01-02 15:04, RFC 3339), or none"},
 					&cli.DurationFlag{Name: "extend", Usage: "move the deadline this much later"},

@@ -7,9 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"kernelbox/gpu"
 )
 
 // ErrConfig marks every configuration error.
@@ -45,6 +49,8 @@ type Config struct {
 	// GPUAliases rename GPU types for leaderboards: a driver name or a
 	// derived type maps to the name used ("NVIDIA H100 80GB HBM3": H100-SXM).
 	GPUAliases map[string]string `yaml:"gpu_aliases"`
+	// Measurement is how timed runs on GPUs are made fair.
+	Measurement MeasureConfig `yaml:"measurement"`
 	// CPUSlots is how many CPU-backend runs go at once (the "cpu" GPU type);
 	// 0 offers no CPU backend.
 	CPUSlots int `yaml:"cpu_slots"`
@@ -91,12 +97,61 @@ type BudgetConfig struct {
 	Pids   int64   `yaml:"pids"`
 }
 
+// MeasureConfig makes ranked timings comparable: a pre-flight gate before
+// every timed run on a GPU, telemetry across it, a retry when the GPU
+// throttled, and locked clocks where the operator asks for them.
+type MeasureConfig struct {
+	Gate     bool          `yaml:"gate"`
+	MaxTempC uint32        `yaml:"max_temp_c"`
+	Wait     time.Duration `yaml:"wait"`
+	// MemorySlack is how far above its idle baseline a GPU's used memory
+	// may be before a run (like 512M).
+	MemorySlack string        `yaml:"memory_slack"`
+	SampleEvery time.Duration `yaml:"sample_every"`
+	// ThrottleMask are the clock-event reasons that void a run; 0 for the
+	// default (hardware slowdown, thermal, power brake).
+	ThrottleMask uint64 `yaml:"throttle_mask"`
+	// Clocks lock a GPU type's SM clock: "1500" or "1400-1600" MHz. Types
+	// without an entry keep the driver's default.
+	Clocks map[string]string `yaml:"clocks"`
+}
+
+func (m MeasureConfig) gateConfig() gpu.GateConfig {
+	slack, _ := parseBytes(m.MemorySlack)
+	return gpu.GateConfig{MaxTempC: m.MaxTempC, Wait: m.Wait, MemorySlack: uint64(slack), ThrottleMask: m.throttleMask()}
+}
+
+func (m MeasureConfig) throttleMask() uint64 {
+	if m.ThrottleMask == 0 {
+		return gpu.DefaultThrottleMask
+	}
+	return m.ThrottleMask
+}
+
+// clockRange reads "1500" or "1400-1600".
+func clockRange(s string) (lo, hi uint32, err error) {
+	a, b, isRange := strings.Cut(strings.TrimSpace(s), "-")
+	x, err := strconv.ParseUint(strings.TrimSpace(a), 10, 32)
+	if err != nil {
+		return 0, 0, fmt.Errorf("clock %q: want MHz like 1500 or 1400-1600", s)
+	}
+	y := x
+	if isRange {
+		if y, err = strconv.ParseUint(strings.TrimSpace(b), 10, 32); err != nil || y < x {
+			return 0, 0, fmt.Errorf("clock %q: want MHz like 1500 or 1400-1600", s)
+		}
+	}
+	return uint32(x), uint32(y), nil
+}
+
 // DefaultConfig is the configuration without a file or flags.
 func DefaultConfig() Config {
 	return Config{
-		DataDir:           "/var/lib/kernelbox",
-		Listen:            "127.0.0.1:8470",
-		GPUs:              "auto",
+		DataDir: "/var/lib/kernelbox",
+		Listen:  "127.0.0.1:8470",
+		GPUs:    "auto",
+		Measurement: MeasureConfig{Gate: true, MaxTempC: 80, Wait: 2 * time.Minute, MemorySlack: "512M",
+			SampleEvery: 100 * time.Millisecond},
 		CPUSlots:          1,
 		Sandbox:           true,
 		Library:           true,
@@ -142,6 +197,19 @@ func (c *Config) Validate() error {
 	}
 	if c.GPUs != "auto" && c.GPUs != "none" {
 		bad("gpus", "want auto or none, got %q", c.GPUs)
+	}
+	if m := c.Measurement; m.Wait < 0 || m.SampleEvery < 10*time.Millisecond {
+		bad("measurement", "wait must not be negative and sample_every at least 10ms")
+	}
+	if c.Measurement.MemorySlack != "" {
+		if _, err := parseBytes(c.Measurement.MemorySlack); err != nil {
+			bad("measurement.memory_slack", "%v", err)
+		}
+	}
+	for t, v := range c.Measurement.Clocks {
+		if _, _, err := clockRange(v); err != nil {
+			bad("measurement.clocks", "%s: %v", t, err)
+		}
 	}
 	if c.CPUSlots < 0 || c.CPUSlots > 256 {
 		bad("cpu_slots", "want 0 to 256, got %d", c.CPUSlots)

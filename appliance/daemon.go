@@ -40,6 +40,7 @@ type Daemon struct {
 	nvml      gpu.NVML
 	gpuRoot   string
 	inventory gpu.Inventory
+	monitor   *gpu.Monitor
 
 	store  *Store
 	queue  *queue.Store
@@ -116,12 +117,17 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		d.log.Info("no GPUs: the CPU backend serves this box", "why", strings.Join(d.inventory.Notes, "; "))
 	}
 	cpus := allowedCPUs()
-	slots := append(gpuSlots(d.inventory, cpus), cpuSlots(d.cfg.CPUSlots, cpus)...)
+	gslots := gpuSlots(d.inventory, cpus)
+	d.openMonitor(gslots)
+	slots := append(gslots, cpuSlots(d.cfg.CPUSlots, cpus)...)
 	if len(d.svc.health) == 0 && len(slots) == 0 {
 		d.svc.health = append(d.svc.health, "no slots: no GPU was found and cpu_slots is 0")
 	}
 	d.runner = &runner{svc: d.svc, slots: slots, launch: launch, python: it, workRoot: filepath.Join(d.cfg.DataDir, "work"),
-		log: d.log.With("component", "runner")}
+		log: d.log.With("component", "runner"), measure: d.cfg.Measurement, driver: d.inventory.Driver}
+	if d.monitor != nil {
+		d.runner.monitor = d.monitor
+	}
 	if len(d.svc.health) > 0 {
 		d.runner.slots = nil // nothing can run; keep the jobs queued
 		for _, s := range slots {
@@ -147,6 +153,42 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	d.api = newAPI(d.svc, d.log.With("component", "api"))
 	return d.listen()
+}
+
+// openMonitor keeps NVML open for the runner's gate and telemetry, and
+// locks the clocks the configuration asks for, recording each slot's
+// clock profile. A monitor that cannot open leaves the runs unmeasured and
+// says so; it does not stop the daemon.
+func (d *Daemon) openMonitor(slots []Slot) {
+	if d.inventory.Vendor != gpu.VendorNVIDIA || len(slots) == 0 {
+		return
+	}
+	lib := d.nvml
+	if lib == nil {
+		lib = gpu.NewNVML()
+	}
+	m, err := gpu.OpenMonitor(lib)
+	if err != nil {
+		d.log.Error("no GPU telemetry: timed runs are neither gated nor checked for throttling", "err", err)
+		return
+	}
+	d.monitor = m
+	for i := range slots {
+		s := &slots[i]
+		s.Clocks = "default (no clock lock configured for " + s.GPUType + ")"
+		spec, ok := d.cfg.Measurement.Clocks[s.GPUType]
+		if !ok {
+			continue
+		}
+		lo, hi, _ := clockRange(spec) // checked by Validate
+		if err := m.LockClocks(s.GPU.UUID, lo, hi); err != nil {
+			s.Clocks = "default (locking failed: " + err.Error() + ")"
+			d.log.Warn("clock lock refused; the GPU keeps its default clocks", "gpu", s.GPU.UUID, "err", err)
+			continue
+		}
+		s.Clocks = fmt.Sprintf("locked %d-%d MHz", lo, hi)
+		d.log.Info("clocks locked", "gpu", s.GPU.UUID, "min_mhz", lo, "max_mhz", hi)
+	}
 }
 
 // prepareRunner finds the harness interpreter and the sandbox, recording
@@ -307,6 +349,12 @@ func (d *Daemon) Stop(ctx context.Context) error {
 
 func (d *Daemon) closeAll() {
 	d.closeOnce.Do(func() {
+		if d.monitor != nil {
+			// After the runner: the clocks go back to the driver's default.
+			if err := d.monitor.Close(); err != nil {
+				d.log.Warn("close GPU monitor", "err", err)
+			}
+		}
 		if d.rt != nil {
 			if err := d.rt.Close(); err != nil {
 				d.log.Warn("close sandbox runtime", "err", err)

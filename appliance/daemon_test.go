@@ -13,9 +13,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"kernelbox/gpu"
 	"kernelbox/gpu/gputest"
 	"kernelbox/internal/testutil"
 	"kernelbox/problems"
@@ -738,5 +740,104 @@ def custom_kernel(xs):
 	}
 	if len(seen) != 2 {
 		t.Errorf("runs went to %v, want both GPUs", seen)
+	}
+}
+
+// TestDaemon_FakeGPUMeasurement: a timed run on a fake H200 passes the
+// gate, is sampled, and stores its telemetry and clock profile; clocks are
+// locked as configured and reset at stop; a run during which the GPU
+// throttles is retried and, throttling every time, never scored.
+func TestDaemon_FakeGPUMeasurement(t *testing.T) {
+	t.Parallel()
+	requireRootSandbox(t)
+	it := testutil.RequireTorch(t)
+	dir := t.TempDir()
+	cfg := DefaultConfig()
+	cfg.DataDir, cfg.Listen, cfg.Library, cfg.CPUSlots = dir, "127.0.0.1:0", false, 0
+	cfg.CgroupParent = testCgroupParent(t)
+	cfg.Measurement.Wait, cfg.Measurement.SampleEvery = 100*time.Millisecond, 10*time.Millisecond
+	cfg.Measurement.Clocks = map[string]string{"H200": "1500"}
+	d := NewDaemon(cfg, testLogger(t))
+	d.Python = it
+	var throttle atomic.Bool
+	var reads atomic.Int64
+	fake := &gputest.NVML{Driver: "580.0", GPUs: []gputest.GPU{{Name: "NVIDIA H200", UUID: "GPU-aaaa", Minor: 0, PCI: "00000000:00:06.0",
+		NUMA: -1, Temp: 45, SMClockMHz: 1500, MaxSMMHz: 1980, PowerMW: 300000,
+		// When armed, every second reading after the gate's says "thermal".
+		ReasonsFunc: func() uint64 {
+			if throttle.Load() && reads.Add(1)%2 == 0 {
+				return gpu.ReasonSwThermal
+			}
+			return 0
+		}}}}
+	d.nvml = fake
+	d.gpuRoot = filepath.Join("..", "gpu", "testdata", "nvidia")
+	if err := d.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	td := &testDaemon{t: t, d: d, dir: dir, server: "http://" + d.Addr()}
+	t.Cleanup(td.stop)
+	token, _ := os.ReadFile(AdminTokenFile(dir))
+	td.token = strings.TrimSpace(string(token))
+	td.admin, _ = NewClient(td.server, td.token)
+	ctx := t.Context()
+	if fake.GPUs[0].Locked != [2]uint32{1500, 1500} {
+		t.Errorf("clocks at start = %v, want locked at 1500", fake.GPUs[0].Locked)
+	}
+	prob := filepath.Join(t.TempDir(), "quickgpu")
+	if err := os.CopyFS(prob, os.DirFS(filepath.Join("testdata", "quick"))); err != nil {
+		t.Fatal(err)
+	}
+	task, _ := os.ReadFile(filepath.Join(prob, "task.yml"))
+	_ = os.WriteFile(filepath.Join(prob, "task.yml"), []byte(strings.Replace(string(task), "gpus: [cpu]", "gpus: [H200]", 1)), 0o644)
+	if _, errOut, code := td.cli(td.token, "admin", "problems", "load", prob); code != 0 {
+		t.Fatalf("load: exit %d: %s", code, errOut)
+	}
+	code := []byte("SLEEP = 0.3\ndef custom_kernel(xs):\n    return [2 * x for x in xs]\n")
+
+	sub, err := td.admin.Submit(ctx, SubmitRequest{Leaderboard: "quickgpu", Mode: "benchmark", Code: code})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := td.admin.Wait(ctx, sub.ID, nil)
+	if err != nil || !v.Passed {
+		t.Fatalf("benchmark on the fake H200: %+v, %v", v, err)
+	}
+	var tel struct {
+		Gate    *gpu.Telemetry `json:"gate"`
+		Samples int            `json:"samples"`
+		Clock   uint32         `json:"sm_clock_min_mhz"`
+	}
+	var info map[string]any
+	if err := json.Unmarshal(v.Runs[0].Telemetry, &tel); err != nil || tel.Gate == nil || tel.Samples < 2 || tel.Clock != 1500 {
+		t.Errorf("telemetry = %s (%v); want the gate's reading and samples at 1500 MHz", v.Runs[0].Telemetry, err)
+	}
+	if err := json.Unmarshal(v.Runs[0].SystemInfo, &info); err != nil || info["clocks"] != "locked 1500-1500 MHz" || info["gpu_uuid"] != "GPU-aaaa" || info["driver"] != "580.0" {
+		t.Errorf("system info = %s; want the clock profile, GPU UUID and driver", v.Runs[0].SystemInfo)
+	}
+
+	throttle.Store(true)
+	sub, err = td.admin.Submit(ctx, SubmitRequest{Leaderboard: "quickgpu", Mode: "benchmark", Code: code})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err = td.admin.Wait(ctx, sub.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Status != StatusFailed || v.Runs[0].Attempts != 3 || !strings.Contains(v.Reason, "throttled") || v.Score != nil {
+		t.Errorf("a run that throttles every time = %s after %d attempts (%q); want failed after 3, throttled, no score", v.Status, v.Runs[0].Attempts, v.Reason)
+	}
+	// Test mode is not timed: a throttle does not matter there.
+	sub, err = td.admin.Submit(ctx, SubmitRequest{Leaderboard: "quickgpu", Mode: "test", Code: code})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err = td.admin.Wait(ctx, sub.ID, nil); err != nil || !v.Passed {
+		t.Errorf("test mode while throttling: %+v, %v; want passed", v, err)
+	}
+	td.stop()
+	if fake.GPUs[0].Locked != [2]uint32{} {
+		t.Errorf("clocks after stop = %v, want reset", fake.GPUs[0].Locked)
 	}
 }

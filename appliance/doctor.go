@@ -18,7 +18,7 @@ func doctorCommand() *cli.Command {
 	return &cli.Command{
 		Name:   "doctor",
 		Usage:  "check that this host can run kernelbox, and say what to fix",
-		Flags:  []cli.Flag{pythonFlag},
+		Flags:  []cli.Flag{pythonFlag()},
 		Action: runDoctor,
 	}
 }

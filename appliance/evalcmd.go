@@ -39,8 +39,8 @@ func evalCommand() *cli.Command {
 			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show the harness's stdout and stderr"},
 			&cli.BoolFlag{Name: "sandbox", Usage: "run every phase in the sandbox, as the daemon will (needs root)"},
 			&cli.StringSliceFlag{Name: "bind", Usage: "with --sandbox: an extra read-only bind SRC[:DST] (repeatable)"},
-			deviceFlag,
-			pythonFlag,
+			deviceFlag(),
+			pythonFlag(),
 		},
 		Action: runEval,
 	}

@@ -25,7 +25,7 @@ func problemsCommand() *cli.Command {
 				Usage:     "validate problems and run their fixtures (correct must pass, wrong must fail)",
 				ArgsUsage: "DIR|COMPETITION.yaml|NAME...",
 				Flags: []cli.Flag{
-					pythonFlag,
+					pythonFlag(),
 					&cli.BoolFlag{Name: "no-rank", Usage: "run only the tests, not a leaderboard run of the first correct fixture"},
 					&cli.BoolFlag{Name: "templates", Usage: "also run every template, which must pass the tests (the bundled library's do)"},
 					&cli.BoolFlag{Name: "json", Usage: "print the results as JSON"},
@@ -35,7 +35,7 @@ func problemsCommand() *cli.Command {
 			{
 				Name:  "list",
 				Usage: "list the server's problems, or the bundled ones with --local or without a server",
-				Flags: clientFlags(jsonFlag, &cli.BoolFlag{Name: "local", Usage: "list the problems bundled in this binary"}),
+				Flags: clientFlags(jsonFlag(), &cli.BoolFlag{Name: "local", Usage: "list the problems bundled in this binary"}),
 				Action: func(c *cli.Context) error {
 					if c.Bool("local") || (c.String("server") == "" && readClientConfig(c).Server == "") {
 						for _, name := range problems.LibraryNames() {
@@ -64,7 +64,7 @@ func problemsCommand() *cli.Command {
 				Name:      "show",
 				Usage:     "show a problem of the server: description, GPUs, deadline, templates",
 				ArgsUsage: "NAME",
-				Flags:     clientFlags(jsonFlag),
+				Flags:     clientFlags(jsonFlag()),
 				Action: func(c *cli.Context) error {
 					if c.NArg() != 1 {
 						return usageError("problems show: give one NAME")

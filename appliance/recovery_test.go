@@ -154,7 +154,11 @@ func TestDaemon_KillAndRestart(t *testing.T) {
 		v, err := admin2.Wait(waitCtx, id, nil)
 		cancel()
 		if err != nil {
-			t.Fatalf("Wait(%d) after the restart: %v", id, err)
+			// Show where the daemon is stuck: SIGQUIT makes the Go runtime
+			// print every goroutine to its stderr, which is this test's log.
+			_ = p2.cmd.Process.Signal(syscall.SIGQUIT)
+			<-p2.done
+			t.Fatalf("Wait(%d) after the restart: %v (the daemon's goroutines are in the log above)", id, err)
 		}
 		if v.Status != StatusDone || !v.Passed {
 			t.Errorf("submission %d after the restart: status %s, passed %v, reason %q; want done and passed", id, v.Status, v.Passed, v.Reason)

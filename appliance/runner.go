@@ -35,6 +35,9 @@ type Slot struct {
 	GPU *gpu.GPU `json:"gpu_info,omitempty"`
 	// Mask are the other GPUs' /proc directories, hidden from its runs.
 	Mask []string `json:"-"`
+	// Clocks is the slot's clock profile, stored with every score:
+	// "locked 1500-1500 MHz", or "default" and why.
+	Clocks string `json:"clocks,omitempty"`
 }
 
 // gpuSlots makes one slot per GPU: its runs get its device nodes, the CPUs
@@ -89,6 +92,14 @@ func (s Slot) env() []string {
 	return s.GPU.VisibleEnv
 }
 
+// gpuMonitor is what the runner needs of gpu.Monitor.
+type gpuMonitor interface {
+	Gate(ctx context.Context, uuid string, cfg gpu.GateConfig) (gpu.Telemetry, error)
+	Sample(uuid string, every time.Duration, mask uint64) *gpu.Sampler
+}
+
+var _ gpuMonitor = (*gpu.Monitor)(nil)
+
 // cpuSlots are the CPU backend's slots. With at least as many CPUs as
 // slots, each slot gets its own share of the CPUs (ids, as the daemon may
 // use them): two runs at once would otherwise each start a thread per core
@@ -141,6 +152,10 @@ type runner struct {
 	python   *problems.Interpreter
 	workRoot string
 	log      *slog.Logger
+	// monitor, when set, gates, samples and judges runs on GPU slots.
+	monitor gpuMonitor
+	measure MeasureConfig
+	driver  string
 	// idlePoll bounds how long an idle slot sleeps without a wake-up: a
 	// retried job becomes ready after its delay, and nobody fires for that.
 	idlePoll time.Duration
@@ -337,9 +352,33 @@ func (r *runner) handle(log *slog.Logger, slot Slot, l *queue.Lease) {
 			}
 		}
 	}()
+	// A timed run on a GPU waits for the GPU to be fit for it; a GPU that
+	// does not become so is the box's failure, retried later elsewhere or
+	// again, never a verdict on the submission.
+	timed := slot.GPU != nil && r.monitor != nil && problems.Mode(rc.Run.Mode) != problems.ModeTest
+	var before *gpu.Telemetry
+	if timed && r.measure.Gate {
+		tel, err := r.monitor.Gate(runCtx, slot.GPU.UUID, r.measure.gateConfig())
+		if err != nil {
+			cancelRun()
+			<-hbDone
+			r.retry(log, l, p, fmt.Errorf("pre-flight gate: %w", err))
+			return
+		}
+		before = &tel
+	}
+	var sampler *gpu.Sampler
+	if slot.GPU != nil && r.monitor != nil {
+		sampler = r.monitor.Sample(slot.GPU.UUID, r.measure.SampleEvery, r.measure.throttleMask())
+	}
 	begin := time.Now()
 	rep, evalErr := r.evaluate(runCtx, slot, rc)
 	wall := time.Since(begin)
+	var tel *gpu.RunTelemetry
+	if sampler != nil {
+		rt := sampler.Stop()
+		tel = &rt
+	}
 	cancelRun()
 	<-hbDone
 
@@ -359,13 +398,29 @@ func (r *runner) handle(log *slog.Logger, slot Slot, l *queue.Lease) {
 		r.retry(log, l, p, evalErr)
 		return
 	}
+	if timed && tel.Throttled {
+		// The timings are not comparable: run it again, and never score this one.
+		r.retry(log, l, p, fmt.Errorf("the GPU throttled during the run (clock-event reasons %#x, SM clock %d-%d MHz)",
+			tel.Reasons&r.measure.throttleMask(), tel.SMClockMin, tel.SMClockMax))
+		return
+	}
 	res := RunResult{Status: StatusDone, Passed: rep.Passed, Reason: rep.Reason}
+	if tel != nil {
+		res.Telemetry, _ = json.Marshal(struct {
+			Gate *gpu.Telemetry `json:"gate,omitempty"`
+			*gpu.RunTelemetry
+		}{before, tel})
+	}
 	if rep.Passed && rc.Run.Mode == string(problems.ModeLeaderboard) {
 		res.Score = rep.Score
 	}
 	res.Report, _ = json.Marshal(rep)
-	res.SystemInfo, _ = json.Marshal(map[string]any{"slot": slot.ID, "gpu": slot.GPUType, "device": slot.Device,
-		"python": r.python.Path, "torch": r.python.Torch, "kernelbox": version(), "wall_ns": wall})
+	info := map[string]any{"slot": slot.ID, "gpu": slot.GPUType, "device": slot.Device,
+		"python": r.python.Path, "torch": r.python.Torch, "kernelbox": version(), "wall_ns": wall}
+	if slot.GPU != nil {
+		info["gpu_uuid"], info["gpu_name"], info["driver"], info["clocks"] = slot.GPU.UUID, slot.GPU.Name, r.driver, slot.Clocks
+	}
+	res.SystemInfo, _ = json.Marshal(info)
 	if _, err := r.svc.store.FinishRun(context.WithoutCancel(ctx), p.Run, l.Token, res); err != nil {
 		log.Warn("store run result", "err", err)
 		return

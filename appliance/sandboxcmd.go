@@ -135,13 +135,15 @@ func limitFlags() []cli.Flag {
 		&cli.StringFlag{Name: "tmp-size", Value: formatBytes(d.TmpSize), Usage: "size of /tmp, /work and /dev/shm each"},
 		&cli.StringFlag{Name: "output-limit", Value: formatBytes(int64(d.OutputBytes)), Usage: "cap on each of stdout and stderr"},
 		&cli.StringSliceFlag{Name: "bind", Usage: "extra read-only bind SRC[:DST] (repeatable; append :rw for writable)"},
-		deviceFlag,
+		deviceFlag(),
 	}
 }
 
-// deviceFlag passes host device nodes in by hand; the GPU lease will do it
+// deviceFlag() passes host device nodes in by hand; the GPU lease will do it
 // for the daemon.
-var deviceFlag = &cli.StringSliceFlag{Name: "device", Usage: "a host device node to pass in, such as /dev/nvidia0 (repeatable)"}
+func deviceFlag() cli.Flag {
+	return &cli.StringSliceFlag{Name: "device", Usage: "a host device node to pass in, such as /dev/nvidia0 (repeatable)"}
+}
 
 // devicesFrom turns --device paths into sandbox devices, reading each
 // node's type and numbers from the host.

@@ -139,10 +139,13 @@ func TestSandbox_HostileSubmissions(t *testing.T) {
 func TestDoctor(t *testing.T) {
 	t.Parallel()
 	stdout, _, code := runCLI(t, "doctor")
-	for _, name := range []string{"root", "cgroups", "seccomp (this build)", "harness Python", "GPU device nodes"} {
+	for _, name := range []string{"root", "cgroups", "seccomp (this build)", "harness Python", "GPU"} {
 		if !strings.Contains(stdout, name) {
 			t.Errorf("doctor does not report %q:\n%s", name, stdout)
 		}
+	}
+	if !strings.Contains(stdout, "✓ GPUs                   none, so the CPU backend") && !strings.Contains(stdout, "GPU 0 ") {
+		t.Errorf("doctor says neither which GPUs it found nor that there are none:\n%s", stdout)
 	}
 	healthy := os.Geteuid() == 0 && strings.Contains(stdout, "✓ seccomp (this build)") && strings.Contains(stdout, "✓ harness Python")
 	if healthy && (code != 0 || !strings.Contains(stdout, "✓ sandbox run")) {

@@ -32,7 +32,7 @@ func serveCommand() *cli.Command {
 			&cli.BoolFlag{Name: "no-library", Usage: "do not load the bundled problems"},
 			&cli.StringFlag{Name: "cgroup-parent", Usage: "the cgroup the sandboxes' cgroups are made under", Value: d.CgroupParent},
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error", Value: "info"},
-			pythonFlag,
+			pythonFlag(),
 		},
 		Action: runServe,
 	}
