@@ -76,6 +76,13 @@ func testCgroupParent(t testing.TB) string {
 
 func startDaemon(t testing.TB, dir string, mutate func(*Config)) *testDaemon {
 	t.Helper()
+	return startDaemonWith(t, dir, mutate, nil)
+}
+
+// startDaemonWith is startDaemon with a hook that can replace the daemon's
+// hardware (fake GPUs) or launcher before it starts.
+func startDaemonWith(t testing.TB, dir string, mutate func(*Config), prepare func(*Daemon)) *testDaemon {
+	t.Helper()
 	requireRootSandbox(t)
 	it := testutil.RequireTorch(t)
 	cfg := DefaultConfig()
@@ -93,6 +100,9 @@ func startDaemon(t testing.TB, dir string, mutate func(*Config)) *testDaemon {
 	}
 	d := NewDaemon(cfg, testLogger(t))
 	d.Python = it
+	if prepare != nil {
+		prepare(d)
+	}
 	if err := d.Start(t.Context()); err != nil {
 		t.Fatalf("Daemon.Start: %v", err)
 	}
@@ -134,6 +144,35 @@ func (td *testDaemon) loadQuick() {
 	if out, errOut, code := td.cli(td.token, "admin", "problems", "load", filepath.Join("testdata", "quick")); code != 0 {
 		td.t.Fatalf("admin problems load = exit %d\n%s%s", code, out, errOut)
 	}
+}
+
+// loadQuickOn loads a copy of the quick problem, named quickgpu, that ranks
+// on the given GPU types ("[H200, cpu]").
+func (td *testDaemon) loadQuickOn(gpus string) {
+	td.t.Helper()
+	prob := filepath.Join(td.t.TempDir(), "quickgpu")
+	if err := os.CopyFS(prob, os.DirFS(filepath.Join("testdata", "quick"))); err != nil {
+		td.t.Fatal(err)
+	}
+	task, err := os.ReadFile(filepath.Join(prob, "task.yml"))
+	if err != nil {
+		td.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(prob, "task.yml"), []byte(strings.Replace(string(task), "gpus: [cpu]", "gpus: "+gpus, 1)), 0o644); err != nil {
+		td.t.Fatal(err)
+	}
+	if _, errOut, code := td.cli(td.token, "admin", "problems", "load", prob); code != 0 {
+		td.t.Fatalf("load quickgpu: exit %d: %s", code, errOut)
+	}
+}
+
+// waitRunning waits until the submission's first run has started.
+func waitRunning(t *testing.T, c *Client, id int64) {
+	t.Helper()
+	waitFor(t, 30*time.Second, func() bool {
+		s, err := c.Submission(t.Context(), id, false)
+		return err == nil && s.Status == StatusRunning
+	})
 }
 
 func (td *testDaemon) user(name string) (*Client, string) {
@@ -447,10 +486,7 @@ func TestDaemon_CancelRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, func() bool {
-		s, err := ann.Submission(ctx, sub.ID, false)
-		return err == nil && s.Status == StatusRunning
-	})
+	waitRunning(t, ann, sub.ID)
 	got, err := ann.Cancel(ctx, sub.ID)
 	if err != nil {
 		t.Fatalf("Cancel: %v", err)
@@ -613,10 +649,7 @@ func TestDaemon_SocketAndQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, func() bool {
-		s, err := ann.Submission(ctx, first.ID, false)
-		return err == nil && s.Status == StatusRunning
-	})
+	waitRunning(t, ann, first.ID)
 	var later []int64
 	for range 2 {
 		s, err := ann.Submit(ctx, SubmitRequest{Code: fast, Mode: "benchmark"})
@@ -656,27 +689,13 @@ func TestDaemon_SocketAndQueue(t *testing.T) {
 // UUID in CUDA_VISIBLE_DEVICES.
 func TestDaemon_FakeGPUs(t *testing.T) {
 	t.Parallel()
-	requireRootSandbox(t)
-	it := testutil.RequireTorch(t)
-	dir := t.TempDir()
-	cfg := DefaultConfig()
-	cfg.DataDir, cfg.Listen, cfg.Library, cfg.CPUSlots = dir, "127.0.0.1:0", false, 1
-	cfg.CgroupParent = testCgroupParent(t)
-	d := NewDaemon(cfg, testLogger(t))
-	d.Python = it
-	d.nvml = &gputest.NVML{Driver: "580.0", GPUs: []gputest.GPU{
-		{Name: "NVIDIA H200", UUID: "GPU-aaaa", Minor: 0, PCI: "00000000:00:06.0", NUMA: -1},
-		{Name: "NVIDIA H200", UUID: "GPU-bbbb", Minor: 1, PCI: "00000000:00:07.0", NUMA: -1},
-	}}
-	d.gpuRoot = filepath.Join("..", "gpu", "testdata", "nvidia")
-	if err := d.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	td := &testDaemon{t: t, d: d, dir: dir, server: "http://" + d.Addr()}
-	t.Cleanup(td.stop)
-	token, _ := os.ReadFile(AdminTokenFile(dir))
-	td.token = strings.TrimSpace(string(token))
-	td.admin, _ = NewClient(td.server, td.token)
+	td := startDaemonWith(t, t.TempDir(), func(c *Config) { c.CPUSlots, c.GPUs = 1, "auto" }, func(d *Daemon) {
+		d.nvml = &gputest.NVML{Driver: "580.0", GPUs: []gputest.GPU{
+			{Name: "NVIDIA H200", UUID: "GPU-aaaa", Minor: 0, PCI: "00000000:00:06.0", NUMA: -1},
+			{Name: "NVIDIA H200", UUID: "GPU-bbbb", Minor: 1, PCI: "00000000:00:07.0", NUMA: -1},
+		}}
+		d.gpuRoot = filepath.Join("..", "gpu", "testdata", "nvidia")
+	})
 	ctx := t.Context()
 
 	h, err := td.admin.Health(ctx)
@@ -689,17 +708,7 @@ func TestDaemon_FakeGPUs(t *testing.T) {
 	}
 
 	// The quick problem, offered on H200 as well.
-	prob := filepath.Join(t.TempDir(), "quickgpu")
-	if err := os.CopyFS(prob, os.DirFS(filepath.Join("testdata", "quick"))); err != nil {
-		t.Fatal(err)
-	}
-	task, _ := os.ReadFile(filepath.Join(prob, "task.yml"))
-	if err := os.WriteFile(filepath.Join(prob, "task.yml"), []byte(strings.Replace(string(task), "gpus: [cpu]", "gpus: [H200, cpu]", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, errOut, code := td.cli(td.token, "admin", "problems", "load", prob); code != 0 {
-		t.Fatalf("load quickgpu: exit %d: %s", code, errOut)
-	}
+	td.loadQuickOn("[H200, cpu]")
 	probe := []byte(`import os
 print("VISIBLE", os.environ.get("CUDA_VISIBLE_DEVICES"))
 print("DEV", " ".join(sorted(n for n in os.listdir("/dev") if n.startswith("nvidia"))))
@@ -749,16 +758,6 @@ def custom_kernel(xs):
 // throttles is retried and, throttling every time, never scored.
 func TestDaemon_FakeGPUMeasurement(t *testing.T) {
 	t.Parallel()
-	requireRootSandbox(t)
-	it := testutil.RequireTorch(t)
-	dir := t.TempDir()
-	cfg := DefaultConfig()
-	cfg.DataDir, cfg.Listen, cfg.Library, cfg.CPUSlots = dir, "127.0.0.1:0", false, 0
-	cfg.CgroupParent = testCgroupParent(t)
-	cfg.Measurement.Wait, cfg.Measurement.SampleEvery = 100*time.Millisecond, 10*time.Millisecond
-	cfg.Measurement.Clocks = map[string]string{"H200": "1500"}
-	d := NewDaemon(cfg, testLogger(t))
-	d.Python = it
 	var throttle atomic.Bool
 	var reads atomic.Int64
 	fake := &gputest.NVML{Driver: "580.0", GPUs: []gputest.GPU{{Name: "NVIDIA H200", UUID: "GPU-aaaa", Minor: 0, PCI: "00000000:00:06.0",
@@ -770,29 +769,19 @@ func TestDaemon_FakeGPUMeasurement(t *testing.T) {
 			}
 			return 0
 		}}}}
-	d.nvml = fake
-	d.gpuRoot = filepath.Join("..", "gpu", "testdata", "nvidia")
-	if err := d.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	td := &testDaemon{t: t, d: d, dir: dir, server: "http://" + d.Addr()}
-	t.Cleanup(td.stop)
-	token, _ := os.ReadFile(AdminTokenFile(dir))
-	td.token = strings.TrimSpace(string(token))
-	td.admin, _ = NewClient(td.server, td.token)
+	td := startDaemonWith(t, t.TempDir(), func(c *Config) {
+		c.CPUSlots, c.GPUs = 0, "auto"
+		c.Measurement.Wait, c.Measurement.SampleEvery = 100*time.Millisecond, 10*time.Millisecond
+		c.Measurement.Clocks = map[string]string{"H200": "1500"}
+	}, func(d *Daemon) {
+		d.nvml = fake
+		d.gpuRoot = filepath.Join("..", "gpu", "testdata", "nvidia")
+	})
 	ctx := t.Context()
 	if fake.GPUs[0].Locked != [2]uint32{1500, 1500} {
 		t.Errorf("clocks at start = %v, want locked at 1500", fake.GPUs[0].Locked)
 	}
-	prob := filepath.Join(t.TempDir(), "quickgpu")
-	if err := os.CopyFS(prob, os.DirFS(filepath.Join("testdata", "quick"))); err != nil {
-		t.Fatal(err)
-	}
-	task, _ := os.ReadFile(filepath.Join(prob, "task.yml"))
-	_ = os.WriteFile(filepath.Join(prob, "task.yml"), []byte(strings.Replace(string(task), "gpus: [cpu]", "gpus: [H200]", 1)), 0o644)
-	if _, errOut, code := td.cli(td.token, "admin", "problems", "load", prob); code != 0 {
-		t.Fatalf("load: exit %d: %s", code, errOut)
-	}
+	td.loadQuickOn("[H200]")
 	code := []byte("SLEEP = 0.3\ndef custom_kernel(xs):\n    return [2 * x for x in xs]\n")
 
 	sub, err := td.admin.Submit(ctx, SubmitRequest{Leaderboard: "quickgpu", Mode: "benchmark", Code: code})

@@ -8,7 +8,8 @@
 //   - store.go, leaderboards.go, submissions.go: the appliance's SQLite
 //     database (users, hashed tokens, invites, leaderboards, submissions,
 //     runs, the append-only event log). The jobs live in the queue's own
-//     file; the two are tied by idempotent job keys and reconciled at start.
+//     file; the two are tied by idempotent job keys and reconciled at start
+//     and after a reap or a failed enqueue.
 //   - service.go: the checks of a submission and everything between the API
 //     and the store and queue.
 //   - runner.go: one goroutine per slot that claims, runs and records jobs.

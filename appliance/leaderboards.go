@@ -130,10 +130,7 @@ func scanLeaderboard(row interface{ Scan(...any) error }) (*Leaderboard, error) 
 	return &l, nil
 }
 
-func leaderboardByName(ctx context.Context, q interface {
-	queryer
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}, name string) (*Leaderboard, error) {
+func leaderboardByName(ctx context.Context, q queryer, name string) (*Leaderboard, error) {
 	l, err := scanLeaderboard(q.QueryRowContext(ctx, `SELECT `+leaderboardColumns+` FROM leaderboards WHERE name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, Errorf(CodeNotFound, "no leaderboard %s (`kernelbox leaderboards` lists them)", name)
@@ -147,9 +144,7 @@ func leaderboardByName(ctx context.Context, q interface {
 	return l, nil
 }
 
-func fillLeaderboard(ctx context.Context, q interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}, l *Leaderboard) error {
+func fillLeaderboard(ctx context.Context, q queryer, l *Leaderboard) error {
 	rows, err := q.QueryContext(ctx, `SELECT gpu_type FROM leaderboard_gpus WHERE leaderboard_id = ? ORDER BY gpu_type`, l.ID)
 	if err != nil {
 		return err

@@ -138,10 +138,7 @@ func TestDaemon_KillAndRestart(t *testing.T) {
 		ids = append(ids, sub.ID)
 	}
 	// Kill while slow runs are in their sandboxes.
-	waitFor(t, 30*time.Second, func() bool {
-		s, err := admin.Submission(ctx, ids[0], false)
-		return err == nil && s.Status == StatusRunning
-	})
+	waitRunning(t, admin, ids[0])
 	p.kill()
 
 	p2 := startDaemonProcess(t, dir, parent)
@@ -339,10 +336,7 @@ func TestDaemon_GracefulStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, func() bool {
-		s, err := td.admin.Submission(ctx, sub.ID, false)
-		return err == nil && s.Status == StatusRunning
-	})
+	waitRunning(t, td.admin, sub.ID)
 	// A watcher is in a long-poll when the stop comes: it must not hold the
 	// shutdown for its 30 seconds.
 	page, err := td.admin.Events(ctx, sub.ID, 0, 0)
@@ -423,23 +417,10 @@ func TestDaemon_InfrastructureRetries(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			requireRootSandbox(t)
-			it := testutil.RequireTorch(t)
-			cfg := DefaultConfig()
-			cfg.DataDir, cfg.Listen, cfg.Library, cfg.CPUSlots = t.TempDir(), "127.0.0.1:0", false, 1
-			cfg.CgroupParent = testCgroupParent(t)
-			d := NewDaemon(cfg, testLogger(t))
-			d.Python = it
 			fl := &flakyLauncher{fails: tc.fails, real: problems.ExecLauncher{}}
-			d.launch = func(Slot, problems.Mode) (problems.Launcher, []string) { return fl, sandboxEnv(it.BinDir) }
-			if err := d.Start(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			td := &testDaemon{t: t, d: d, dir: cfg.DataDir, server: "http://" + d.Addr()}
-			t.Cleanup(td.stop)
-			token, _ := os.ReadFile(AdminTokenFile(cfg.DataDir))
-			td.token = strings.TrimSpace(string(token))
-			td.admin, _ = NewClient(td.server, td.token)
+			td := startDaemonWith(t, t.TempDir(), func(c *Config) { c.CPUSlots = 1 }, func(d *Daemon) {
+				d.launch = func(Slot, problems.Mode) (problems.Launcher, []string) { return fl, sandboxEnv(d.Python.BinDir) }
+			})
 			td.loadQuick()
 			out, errOut, code := td.cli(td.token, "submit", quickSolution("correct/double.py"), "--json")
 			var res SubmitResult

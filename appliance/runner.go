@@ -282,13 +282,22 @@ func (r *runner) reapLoop() {
 			return
 		case <-t.C:
 		}
+		// Only a reap (a job may have spent its last attempt) or a failed
+		// enqueue leaves the store and the queue out of step; reconciling
+		// reads every open run, so it runs only then.
+		stale := r.svc.unreconciled.Swap(false)
 		if n, err := r.svc.queue.Reap(r.soft, r.svc.boot); err != nil {
 			r.log.Error("reap leases", "err", err)
 		} else if n > 0 {
 			r.log.Warn("requeued jobs whose lease expired", "jobs", n)
 			r.svc.wake.Fire()
+			stale = true
+		}
+		if !stale {
+			continue
 		}
 		if err := r.svc.reconcile(r.soft); err != nil && r.soft.Err() == nil {
+			r.svc.unreconciled.Store(true)
 			r.log.Error("reconcile", "err", err)
 		}
 	}

@@ -72,6 +72,9 @@ type Service struct {
 	health []string   // why the box cannot take submissions; empty when it can
 	// draining is set at shutdown: submissions are refused from then on.
 	draining atomic.Bool
+	// unreconciled is set when an accepted submission could not be
+	// enqueued: the runner's sweep reconciles then.
+	unreconciled atomic.Bool
 
 	// gpus reports the inventory and the slots' states for GET /api/gpus.
 	gpus func() GPUsStatus
@@ -227,6 +230,7 @@ func (s *Service) Submit(ctx context.Context, u *User, req SubmitRequest) (*Subm
 	// From here the submission is accepted: if enqueueing fails, the
 	// reconciler enqueues its runs at the next start or sweep.
 	if err := s.enqueue(ctx, sub.ID, u.Name, category, sub.Runs); err != nil {
+		s.unreconciled.Store(true)
 		s.log.Error("enqueue accepted submission; the reconciler will retry", logSubmission, sub.ID, "err", err)
 	}
 	s.log.Info("submission accepted", logSubmission, sub.ID, logUser, u.Name, "leaderboard", lb.Name, "gpu", gpu, "mode", mode)

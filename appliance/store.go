@@ -220,8 +220,11 @@ func (s *Store) Authenticate(ctx context.Context, token string) (*User, error) {
 	return u, nil
 }
 
+// queryer is what reads need, from the database or inside a transaction
+// (both *sql.DB and *txn have it).
 type queryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
 func scanUser(row *sql.Row) (*User, error) {

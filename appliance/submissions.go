@@ -338,9 +338,7 @@ func rawJSON(s string) json.RawMessage {
 	return json.RawMessage(s)
 }
 
-func runsOf(ctx context.Context, q interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}, subID int64) ([]RunRecord, error) {
+func runsOf(ctx context.Context, q queryer, subID int64) ([]RunRecord, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+runColumns+` FROM runs WHERE submission_id = ? ORDER BY secret, id`, subID)
 	if err != nil {
 		return nil, err
