@@ -78,6 +78,8 @@ func (a *API) Handler() http.Handler {
 	staff("PATCH /api/admin/leaderboards/{name}", a.adminLeaderboard)
 	staff("POST /api/admin/submissions/{id}/hacked", a.adminHacked)
 	staff("DELETE /api/admin/submissions/{id}", a.adminDelete)
+	staff("POST /api/admin/gpus/{id}/drain", a.adminDrain)
+	staff("POST /api/admin/gpus/{id}/undrain", a.adminUndrain)
 	mux.Handle("/", a.wrap(func(w http.ResponseWriter, r *http.Request) error {
 		return Errorf(CodeNotFound, "no such endpoint: %s %s (docs/api.md lists them)", r.Method, r.URL.Path)
 	}, false, false))
@@ -685,4 +687,33 @@ func (a *API) adminDelete(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"deleted": id})
+}
+
+func (a *API) adminDrain(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Reason string `json:"reason"`
+	}
+	if err := decodeJSON(r, w, &req); err != nil {
+		return err
+	}
+	if req.Reason == "" {
+		req.Reason = "drained by " + userOf(r).Name
+	}
+	if a.svc.drain == nil {
+		return Errorf(CodeUnavailable, "the runner has not started")
+	}
+	if err := a.svc.drain(r.PathValue("id"), req.Reason); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, a.svc.gpus())
+}
+
+func (a *API) adminUndrain(w http.ResponseWriter, r *http.Request) error {
+	if a.svc.undrain == nil {
+		return Errorf(CodeUnavailable, "the runner has not started")
+	}
+	if err := a.svc.undrain(r.PathValue("id")); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, a.svc.gpus())
 }

@@ -3,6 +3,7 @@ package appliance
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,14 +13,24 @@ import (
 	"kernelbox/internal/testutil"
 )
 
+// runCLI runs the command line in a process of its own (this test binary,
+// re-executed; see TestMain), as a user would: urfave/cli shares its help
+// flag between apps and writes into it, so two apps in one process race.
 func runCLI(t testing.TB, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	cmd := exec.CommandContext(t.Context(), os.Args[0], append([]string{"-test.run=^$", "--"}, args...)...)
+	cmd.Env = append(os.Environ(), cliEnv+"=1")
 	var out, errb bytes.Buffer
-	err := Run(t.Context(), append([]string{"kernelbox"}, args...), &out, &errb)
-	if err != nil {
-		errb.WriteString(err.Error())
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("run the CLI: %v", err)
 	}
-	return out.String(), errb.String(), ExitCode(err)
+	return out.String(), errb.String(), code
 }
 
 func lib(parts ...string) string {

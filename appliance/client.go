@@ -284,6 +284,18 @@ func (c *Client) GPUs(ctx context.Context) (*GPUsStatus, error) {
 	return &out, c.getJSON(ctx, "/api/gpus", nil, &out)
 }
 
+// Drain stops a GPU slot from taking jobs (staff); Undrain lets it again.
+func (c *Client) Drain(ctx context.Context, id, reason string) (*GPUsStatus, error) {
+	var out GPUsStatus
+	return &out, c.sendJSON(ctx, http.MethodPost, "/api/admin/gpus/"+url.PathEscape(id)+"/drain", map[string]string{"reason": reason}, &out)
+}
+
+// Undrain lets a drained slot take jobs again (staff).
+func (c *Client) Undrain(ctx context.Context, id string) (*GPUsStatus, error) {
+	var out GPUsStatus
+	return &out, c.do(ctx, http.MethodPost, "/api/admin/gpus/"+url.PathEscape(id)+"/undrain", nil, nil, "", &out)
+}
+
 // Users lists users (staff).
 func (c *Client) Users(ctx context.Context) ([]User, error) {
 	var out []User

@@ -271,7 +271,11 @@ func clientCommands() []*cli.Command {
 					if s.Job != 0 {
 						job = strconv.FormatInt(s.Job, 10)
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.GPUType, name, pci, numa, s.Cpuset, s.State, job)
+					state := s.State
+					if s.Drained != "" {
+						state += " (" + s.Drained + ")"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.GPUType, name, pci, numa, s.Cpuset, state, job)
 				}
 				return tw.Flush()
 			}),
@@ -813,6 +817,47 @@ func adminCommand() *cli.Command {
 					&cli.BoolFlag{Name: "end", Usage: "end it now: the deadline becomes now"},
 					&cli.StringSliceFlag{Name: "rate-limit", Usage: "CATEGORY=N submissions per user per hour (test or ranked; -1 removes)"}),
 				Action: runAdminLeaderboard,
+			},
+			{
+				Name:  "gpu",
+				Usage: "drain a GPU (it takes no more jobs) or undrain it",
+				Subcommands: []*cli.Command{
+					{
+						Name: "drain", Usage: "stop a GPU slot from taking jobs", ArgsUsage: "ID",
+						Flags: clientFlags(&cli.StringFlag{Name: "reason", Usage: "why, shown in kernelbox gpus"}),
+						Action: func(c *cli.Context) error {
+							if c.NArg() != 1 {
+								return usageError("admin gpu drain: give one slot ID (kernelbox gpus lists them)")
+							}
+							cl, err := client(c)
+							if err != nil {
+								return err
+							}
+							if _, err := cl.Drain(c.Context, c.Args().First(), c.String("reason")); err != nil {
+								return clientError(err)
+							}
+							fmt.Fprintf(c.App.Writer, "drained %s\n", c.Args().First())
+							return nil
+						},
+					},
+					{
+						Name: "undrain", Usage: "let a drained GPU slot take jobs again", ArgsUsage: "ID", Flags: clientFlags(),
+						Action: func(c *cli.Context) error {
+							if c.NArg() != 1 {
+								return usageError("admin gpu undrain: give one slot ID")
+							}
+							cl, err := client(c)
+							if err != nil {
+								return err
+							}
+							if _, err := cl.Undrain(c.Context, c.Args().First()); err != nil {
+								return clientError(err)
+							}
+							fmt.Fprintf(c.App.Writer, "undrained %s\n", c.Args().First())
+							return nil
+						},
+					},
+				},
 			},
 			{
 				Name:      "hacked",

@@ -111,6 +111,9 @@ type MeasureConfig struct {
 	// ThrottleMask are the clock-event reasons that void a run; 0 for the
 	// default (hardware slowdown, thermal, power brake).
 	ThrottleMask uint64 `yaml:"throttle_mask"`
+	// HealthWait is how long a GPU has after a job to shed the run's
+	// processes and memory before it is drained.
+	HealthWait time.Duration `yaml:"health_wait"`
 	// Clocks lock a GPU type's SM clock: "1500" or "1400-1600" MHz. Types
 	// without an entry keep the driver's default.
 	Clocks map[string]string `yaml:"clocks"`
@@ -151,7 +154,7 @@ func DefaultConfig() Config {
 		Listen:  "127.0.0.1:8470",
 		GPUs:    "auto",
 		Measurement: MeasureConfig{Gate: true, MaxTempC: 80, Wait: 2 * time.Minute, MemorySlack: "512M",
-			SampleEvery: 100 * time.Millisecond},
+			SampleEvery: 100 * time.Millisecond, HealthWait: 30 * time.Second},
 		CPUSlots:          1,
 		Sandbox:           true,
 		Library:           true,

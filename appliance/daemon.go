@@ -148,6 +148,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err := d.runner.Start(ctx); err != nil {
 		return err
 	}
+	d.svc.drain, d.svc.undrain = d.runner.drain, d.runner.undrain
 	d.svc.gpus = func() GPUsStatus {
 		return GPUsStatus{Vendor: string(d.inventory.Vendor), Driver: d.inventory.Driver, Notes: d.inventory.Notes, Slots: d.runner.states()}
 	}

@@ -771,7 +771,7 @@ func TestDaemon_FakeGPUMeasurement(t *testing.T) {
 		}}}}
 	td := startDaemonWith(t, t.TempDir(), func(c *Config) {
 		c.CPUSlots, c.GPUs = 0, "auto"
-		c.Measurement.Wait, c.Measurement.SampleEvery = 100*time.Millisecond, 10*time.Millisecond
+		c.Measurement.Wait, c.Measurement.SampleEvery, c.Measurement.HealthWait = 100*time.Millisecond, 10*time.Millisecond, 100*time.Millisecond
 		c.Measurement.Clocks = map[string]string{"H200": "1500"}
 	}, func(d *Daemon) {
 		d.nvml = fake
@@ -825,8 +825,45 @@ func TestDaemon_FakeGPUMeasurement(t *testing.T) {
 	if v, err = td.admin.Wait(ctx, sub.ID, nil); err != nil || !v.Passed {
 		t.Errorf("test mode while throttling: %+v, %v; want passed", v, err)
 	}
+
+	// A process left on the GPU after a job: the slot is drained, jobs of
+	// its type wait, and an organiser undrains it once it is clean.
+	throttle.Store(false)
+	waitFor(t, 10*time.Second, func() bool { // the last job's health check is done
+		st, err := td.admin.GPUs(ctx)
+		return err == nil && st.Slots[0].State == "idle"
+	})
+	fake.Set(func(g []gputest.GPU) { g[0].Procs = []uint32{31337} })
+	sub, err = td.admin.Submit(ctx, SubmitRequest{Leaderboard: "quickgpu", Mode: "test", Code: code})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err = td.admin.Wait(ctx, sub.ID, nil); err != nil || !v.Passed {
+		t.Fatalf("test run before the drain: %+v, %v", v, err)
+	}
+	waitFor(t, 10*time.Second, func() bool {
+		st, err := td.admin.GPUs(ctx)
+		return err == nil && st.Slots[0].State == "drained" && strings.Contains(st.Slots[0].Drained, "1 compute processes")
+	})
+	waiting, err := td.admin.Submit(ctx, SubmitRequest{Leaderboard: "quickgpu", Mode: "test", Code: code})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _, code := td.cli(td.token, "gpus"); code != 0 || !strings.Contains(out, "drained (unhealthy after job") {
+		t.Errorf("kernelbox gpus = exit %d:\n%s\nwant the slot drained with its reason", code, out)
+	}
+	if s, _ := td.admin.Submission(ctx, waiting.ID, false); s.Status != StatusQueued {
+		t.Errorf("a submission for a drained GPU is %s, want queued", s.Status)
+	}
+	fake.Set(func(g []gputest.GPU) { g[0].Procs = nil })
+	if _, errOut, code := td.cli(td.token, "admin", "gpu", "undrain", "GPU-aaaa"); code != 0 {
+		t.Fatalf("admin gpu undrain = exit %d: %s", code, errOut)
+	}
+	if v, err = td.admin.Wait(ctx, waiting.ID, nil); err != nil || !v.Passed {
+		t.Errorf("the waiting submission after the undrain: %+v, %v", v, err)
+	}
 	td.stop()
-	if fake.GPUs[0].Locked != [2]uint32{} {
+	if fake.GPUs[0].Locked != [2]uint32{} { // the daemon has stopped: no lock needed
 		t.Errorf("clocks after stop = %v, want reset", fake.GPUs[0].Locked)
 	}
 }

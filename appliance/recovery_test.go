@@ -25,7 +25,26 @@ import (
 // after "--": the kill -9 test needs the daemon in a process of its own.
 const serveEnv = "KERNELBOX_TEST_SERVE"
 
+// cliEnv makes it run the command line after "--", printing an error as
+// cmd/kernelbox does (runCLI).
+const cliEnv = "KERNELBOX_TEST_CLI"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(cliEnv) == "1" {
+		args := []string{"kernelbox"}
+		for i, a := range os.Args {
+			if a == "--" {
+				args = append(args, os.Args[i+1:]...)
+				break
+			}
+		}
+		err := Run(context.Background(), args, os.Stdout, os.Stderr)
+		var ee *ExitError
+		if err != nil && (!errors.As(err, &ee) || ee.Err != nil) {
+			fmt.Fprintf(os.Stderr, "kernelbox: %v\n", err)
+		}
+		os.Exit(ExitCode(err))
+	}
 	if os.Getenv(serveEnv) == "1" {
 		args := []string{"kernelbox", "serve"}
 		for i, a := range os.Args {

@@ -166,6 +166,7 @@ type runner struct {
 	wg         sync.WaitGroup
 	stopOnce   sync.Once
 	busy       sync.Map // slot id -> the job it runs (int64)
+	drained    sync.Map // slot id -> why it takes no jobs (string)
 	onJobDone  func()   // tests and the idle-gap benchmark listen here
 }
 
@@ -203,8 +204,9 @@ func (r *runner) Start(ctx context.Context) error {
 // SlotState is a slot as `kernelbox gpus` shows it.
 type SlotState struct {
 	Slot
-	State string `json:"state"`         // idle or running
-	Job   int64  `json:"job,omitempty"` // the queue job it runs
+	State   string `json:"state"`             // idle, running or drained
+	Job     int64  `json:"job,omitempty"`     // the queue job it runs
+	Drained string `json:"drained,omitempty"` // why it takes no jobs
 }
 
 // states reports each slot and what it is doing.
@@ -212,12 +214,56 @@ func (r *runner) states() []SlotState {
 	out := []SlotState{}
 	for _, s := range r.slots {
 		st := SlotState{Slot: s, State: "idle"}
+		if why, ok := r.drained.Load(s.ID); ok {
+			st.State, st.Drained = "drained", why.(string)
+		}
 		if j, ok := r.busy.Load(s.ID); ok {
 			st.State, st.Job = "running", j.(int64)
 		}
 		out = append(out, st)
 	}
 	return out
+}
+
+// checkHealth looks at a GPU after a job: every process of the run gone and
+// its memory back at the idle baseline, within a short wait. A GPU that
+// does not come back is drained: the jobs of its type go to the others,
+// and an operator looks (`kernelbox gpus`, `kernelbox admin gpu undrain`).
+func (r *runner) checkHealth(log *slog.Logger, slot Slot, job int64) {
+	if slot.GPU == nil || r.monitor == nil || r.hard.Err() != nil {
+		return
+	}
+	cfg := r.measure.gateConfig()
+	cfg.MaxTempC, cfg.ThrottleMask, cfg.Wait = 0, 0, r.measure.HealthWait
+	if _, err := r.monitor.Gate(r.hard, slot.GPU.UUID, cfg); err != nil && r.hard.Err() == nil {
+		why := fmt.Sprintf("unhealthy after job %d: %v", job, err)
+		r.drained.Store(slot.ID, why)
+		log.Error("GPU drained", "why", why)
+	}
+}
+
+// drain stops a slot from taking jobs; undrain lets it again.
+func (r *runner) drain(id, why string) error {
+	for _, s := range r.slots {
+		if s.ID == id {
+			r.drained.Store(id, why)
+			r.log.Warn("GPU drained", logSlot, id, "why", why)
+			return nil
+		}
+	}
+	return Errorf(CodeNotFound, "no slot %s (`kernelbox gpus` lists them)", id)
+}
+
+func (r *runner) undrain(id string) error {
+	for _, s := range r.slots {
+		if s.ID == id {
+			r.drained.Delete(id)
+			r.log.Info("GPU undrained", logSlot, id)
+			r.svc.wake.Fire()
+			return nil
+		}
+	}
+	return Errorf(CodeNotFound, "no slot %s (`kernelbox gpus` lists them)", id)
 }
 
 // Stop stops claiming, lets running jobs finish for up to grace, then
@@ -248,15 +294,21 @@ func (r *runner) loop(slot Slot) {
 		// Take the wake-up channel before claiming, so an enqueue between
 		// an empty claim and the wait is not missed.
 		wake := r.svc.wake.Wait()
-		l, err := r.svc.queue.Claim(r.soft, req)
-		if err == nil {
-			r.busy.Store(slot.ID, l.ID)
-			r.handle(log, slot, l)
-			r.busy.Delete(slot.ID)
-			if r.onJobDone != nil {
-				r.onJobDone()
+		err := queue.ErrNoJob
+		if _, drained := r.drained.Load(slot.ID); !drained {
+			var l *queue.Lease
+			if l, err = r.svc.queue.Claim(r.soft, req); err == nil {
+				r.busy.Store(slot.ID, l.ID)
+				r.handle(log, slot, l)
+				// The slot stays busy through the health check, so it is
+				// idle only once the next job may start on it.
+				r.checkHealth(log, slot, l.ID)
+				r.busy.Delete(slot.ID)
+				if r.onJobDone != nil {
+					r.onJobDone()
+				}
+				continue
 			}
-			continue
 		}
 		if !errors.Is(err, queue.ErrNoJob) && r.soft.Err() == nil {
 			log.Error("claim", "err", err)

@@ -78,6 +78,9 @@ type Service struct {
 
 	// gpus reports the inventory and the slots' states for GET /api/gpus.
 	gpus func() GPUsStatus
+	// drain and undrain act on a slot; the daemon wires them to the runner.
+	drain   func(id, why string) error
+	undrain func(id string) error
 
 	mu    sync.Mutex
 	slots map[string]int // GPU type -> slots the runner serves

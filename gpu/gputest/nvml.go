@@ -4,6 +4,7 @@ package gputest
 
 import (
 	"fmt"
+	"sync"
 
 	"kernelbox/gpu"
 )
@@ -16,6 +17,22 @@ type NVML struct {
 	GPUs    []GPU
 	Inits   int // Init calls, to check that every Init has its Shutdown
 	Downs   int
+
+	mu sync.Mutex // guards GPUs once a daemon reads them from its goroutines
+}
+
+// Set changes the GPUs' answers while something else reads them.
+func (f *NVML) Set(fn func(gpus []GPU)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f.GPUs)
+}
+
+// Get reads the GPUs' state (the locked clocks) safely.
+func (f *NVML) Get(fn func(gpus []GPU)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f.GPUs)
 }
 
 // GPU is one fake GPU's answers.
@@ -67,46 +84,70 @@ func (f *NVML) Device(i int) (gpu.NVMLDevice, error) {
 	if i < 0 || i >= len(f.GPUs) {
 		return nil, fmt.Errorf("fake nvml: no GPU %d", i)
 	}
-	return device{&f.GPUs[i]}, nil
+	return device{&f.GPUs[i], &f.mu}, nil
 }
 
-type device struct{ g *GPU }
+type device struct {
+	g  *GPU
+	mu *sync.Mutex
+}
 
-func (d device) Name() (string, error)        { return d.g.Name, nil }
-func (d device) UUID() (string, error)        { return d.g.UUID, nil }
-func (d device) Minor() (int, error)          { return d.g.Minor, nil }
-func (d device) MemoryTotal() (uint64, error) { return d.g.Memory, nil }
-func (d device) PCIBusID() (string, error)    { return d.g.PCI, nil }
+// get reads one answer under the fake's lock.
+func get[T any](d device, v func(*GPU) T) T {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return v(d.g)
+}
+
+func (d device) Name() (string, error) { return get(d, func(g *GPU) string { return g.Name }), nil }
+func (d device) UUID() (string, error) { return get(d, func(g *GPU) string { return g.UUID }), nil }
+func (d device) Minor() (int, error)   { return get(d, func(g *GPU) int { return g.Minor }), nil }
+func (d device) MemoryTotal() (uint64, error) {
+	return get(d, func(g *GPU) uint64 { return g.Memory }), nil
+}
+func (d device) PCIBusID() (string, error) { return get(d, func(g *GPU) string { return g.PCI }), nil }
 
 func (d device) NUMANode() (int, error) {
-	if d.g.NUMA < 0 {
+	n := get(d, func(g *GPU) int { return g.NUMA })
+	if n < 0 {
 		return 0, gpu.ErrNotSupported
 	}
-	return d.g.NUMA, nil
+	return n, nil
 }
 
 func (d device) Temperature() (uint32, error) {
-	if d.g.TempFunc != nil {
-		return d.g.TempFunc(), nil
+	if fn := get(d, func(g *GPU) func() uint32 { return g.TempFunc }); fn != nil {
+		return fn(), nil
 	}
-	return d.g.Temp, nil
+	return get(d, func(g *GPU) uint32 { return g.Temp }), nil
 }
 
-func (d device) SMClock() (uint32, error)    { return d.g.SMClockMHz, nil }
-func (d device) MaxSMClock() (uint32, error) { return d.g.MaxSMMHz, nil }
-func (d device) Power() (uint32, error)      { return d.g.PowerMW, nil }
+func (d device) SMClock() (uint32, error) {
+	return get(d, func(g *GPU) uint32 { return g.SMClockMHz }), nil
+}
+func (d device) MaxSMClock() (uint32, error) {
+	return get(d, func(g *GPU) uint32 { return g.MaxSMMHz }), nil
+}
+func (d device) Power() (uint32, error) { return get(d, func(g *GPU) uint32 { return g.PowerMW }), nil }
 
 func (d device) ClockEventReasons() (uint64, error) {
-	if d.g.ReasonsFunc != nil {
-		return d.g.ReasonsFunc(), nil
+	if fn := get(d, func(g *GPU) func() uint64 { return g.ReasonsFunc }); fn != nil {
+		return fn(), nil
 	}
-	return d.g.Reasons, nil
+	return get(d, func(g *GPU) uint64 { return g.Reasons }), nil
 }
 
-func (d device) MemoryUsed() (uint64, error)         { return d.g.MemUsed, nil }
-func (d device) ComputeProcesses() ([]uint32, error) { return d.g.Procs, nil }
+func (d device) MemoryUsed() (uint64, error) {
+	return get(d, func(g *GPU) uint64 { return g.MemUsed }), nil
+}
+
+func (d device) ComputeProcesses() ([]uint32, error) {
+	return get(d, func(g *GPU) []uint32 { return append([]uint32(nil), g.Procs...) }), nil
+}
 
 func (d device) SetLockedClocks(lo, hi uint32) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if d.g.LockErr != nil {
 		return d.g.LockErr
 	}
@@ -115,6 +156,8 @@ func (d device) SetLockedClocks(lo, hi uint32) error {
 }
 
 func (d device) ResetLockedClocks() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.g.Locked = [2]uint32{}
 	return nil
 }
