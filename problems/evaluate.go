@@ -56,6 +56,9 @@ type EvalOptions struct {
 	// OnTest, when set, is called with each test as the harness reports it,
 	// before its phase ends (from the launcher's goroutine).
 	OnTest func(phase string, t TestResult)
+	// Profiler, when set, runs profile mode under Nsight Compute; without
+	// it the harness prints PyTorch's profiler table.
+	Profiler *Profiler
 }
 
 // Phase is one harness run of an evaluation.
@@ -87,6 +90,8 @@ type Report struct {
 	Score     *float64  `json:"score"`
 	RankingBy RankingBy `json:"ranking_by"`
 	Phases    []Phase   `json:"phases"`
+	// Profile is profile mode's Nsight Compute report, when it ran under ncu.
+	Profile *ProfileResult `json:"profile,omitempty"`
 }
 
 // Materialize writes the task's files into dir, the submission in place of
@@ -185,6 +190,12 @@ func Evaluate(ctx context.Context, l Launcher, t *Task, opts EvalOptions) (*Repo
 		}
 		argv := append(append([]string(nil), entry...), s.name, casesName)
 		launch := Launch{Dir: opts.WorkDir, Argv: argv, Env: env, Timeout: s.timeout, OutputLimit: opts.OutputLimit}
+		profiled := s.name == "profile" && opts.Profiler != nil
+		if profiled {
+			launch.Argv = opts.Profiler.recordArgv(argv, t.Lang == LangPython)
+			launch.Env = envWith(append([]string(nil), env...), "POPCORN_NCU", "1")
+			launch.Keep = []string{ProfileFile}
+		}
 		if opts.OnTest != nil && s.name == "test" {
 			name := s.name
 			budget := opts.OutputLimit // what the launcher keeps of the stream
@@ -213,6 +224,11 @@ func Evaluate(ctx context.Context, l Launcher, t *Task, opts EvalOptions) (*Repo
 		if !ph.Passed {
 			rep.Reason = fmt.Sprintf("%s phase: %s", s.name, ph.Reason)
 			return rep, nil
+		}
+		if profiled {
+			if rep.Profile, err = opts.Profiler.summarize(ctx, l, opts.WorkDir, env, opts.OutputLimit); err != nil {
+				return nil, fmt.Errorf("evaluate %s: profile summary: %w", t.Name, err)
+			}
 		}
 	}
 	rep.Passed = true
