@@ -67,6 +67,7 @@ func (a *API) Handler() http.Handler {
 	user("GET /api/submissions/{id}", a.submission)
 	user("GET /api/submissions/{id}/events", a.events)
 	user("POST /api/submissions/{id}/cancel", a.cancel)
+	user("GET /api/submissions/{id}/profile", a.profile)
 	user("GET /api/queue", a.queueStatus)
 	user("GET /api/gpus", a.gpus)
 	staff("GET /api/admin/users", a.adminUsers)
@@ -677,10 +678,15 @@ func (a *API) adminDelete(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	sub, err := a.svc.store.Submission(r.Context(), id)
+	if err != nil {
+		return err
+	}
 	jobs, err := a.svc.store.DeleteSubmission(r.Context(), id)
 	if err != nil {
 		return err
 	}
+	a.svc.removeProfiles(sub)
 	for _, j := range jobs {
 		if err := a.svc.queue.Cancel(r.Context(), j); err != nil {
 			return err

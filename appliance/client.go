@@ -367,3 +367,13 @@ func (c *Client) MarkHacked(ctx context.Context, id int64, hacked bool) (*Submis
 func (c *Client) DeleteSubmission(ctx context.Context, id int64) error {
 	return c.do(ctx, http.MethodDelete, fmt.Sprintf("/api/admin/submissions/%d", id), nil, nil, "", nil)
 }
+
+// Profile writes a submission's Nsight Compute report to w: run picks one
+// run, 0 the first with a report.
+func (c *Client) Profile(ctx context.Context, id, run int64, w io.Writer) error {
+	var q url.Values
+	if run > 0 {
+		q = url.Values{"run": {strconv.FormatInt(run, 10)}}
+	}
+	return c.do(ctx, http.MethodGet, fmt.Sprintf("/api/submissions/%d/profile", id), q, nil, "", w)
+}

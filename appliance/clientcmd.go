@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -260,8 +261,11 @@ func clientCommands() []*cli.Command {
 				} else {
 					fmt.Fprintf(w, "%s driver %s\n", st.Vendor, st.Driver)
 				}
+				if st.Profiler != "" {
+					fmt.Fprintln(w, st.Profiler)
+				}
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "SLOT\tTYPE\tNAME\tPCI\tNUMA\tCPUS\tSTATE\tJOB")
+				fmt.Fprintln(tw, "SLOT\tTYPE\tNAME\tPCI\tNUMA\tCPUS\tCLOCKS\tNOW\tSTATE\tJOB")
 				for _, s := range st.Slots {
 					name, pci, numa := "CPU backend", "-", "-"
 					if s.GPU != nil {
@@ -275,7 +279,14 @@ func clientCommands() []*cli.Command {
 					if s.Drained != "" {
 						state += " (" + s.Drained + ")"
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.GPUType, name, pci, numa, s.Cpuset, state, job)
+					clocks, now := "-", "-"
+					if s.Clocks != "" {
+						clocks, _, _ = strings.Cut(s.Clocks, " (")
+					}
+					if t := s.Now; t != nil {
+						now = fmt.Sprintf("%d°C %d MHz %d W %d procs", t.TempC, t.SMClockMHz, t.PowerMW/1000, t.Processes)
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.GPUType, name, pci, numa, s.Cpuset, clocks, now, state, job)
 				}
 				return tw.Flush()
 			}),
@@ -362,7 +373,11 @@ type SubmitResult struct {
 	Tests       []problems.TestResult      `json:"tests"`
 	Benchmarks  []problems.BenchmarkResult `json:"benchmarks"`
 	Secret      *RunRecord                 `json:"secret,omitempty"`
-	Phases      []problems.Phase           `json:"-"`
+	// Profile is profile mode's Nsight Compute summary; Download says
+	// whether its report can be fetched (--profile FILE).
+	Profile  *problems.ProfileResult `json:"profile,omitempty"`
+	Download bool                    `json:"profile_download,omitempty"`
+	Phases   []problems.Phase        `json:"-"`
 }
 
 // resultOf gathers the public run's tests and benchmarks.
@@ -377,8 +392,9 @@ func resultOf(sub *Submission) SubmitResult {
 		}
 		var rep problems.Report
 		if len(r.Report) > 0 && json.Unmarshal(r.Report, &rep) == nil {
-			res.Tests, res.Benchmarks, res.Phases = rep.Tests, rep.Benchmarks, rep.Phases
+			res.Tests, res.Benchmarks, res.Phases, res.Profile = rep.Tests, rep.Benchmarks, rep.Phases, rep.Profile
 		}
+		res.Download = res.Download || r.Profile != ""
 		if res.Reason == "" {
 			res.Reason = r.Reason
 		}
@@ -555,6 +571,12 @@ func printResult(w io.Writer, res SubmitResult, verbose bool) {
 			}
 		}
 	}
+	if p := res.Profile; p != nil {
+		fmt.Fprintf(w, "  Nsight Compute, %d kernels in the %s range:\n%s\n", p.Kernels, problems.NVTXRange, indent(p.Summary, "    "))
+		if res.Download {
+			fmt.Fprintf(w, "  the full report: kernelbox submissions show %d --profile out.ncu-rep (opens in Nsight Compute)\n", res.ID)
+		}
+	}
 	if res.Secret != nil {
 		v := "passed"
 		if !res.Secret.Passed {
@@ -630,6 +652,7 @@ func submissionsCommand() *cli.Command {
 				Flags: clientFlags(jsonFlag(),
 					&cli.BoolFlag{Name: "code", Usage: "print the submitted code too"},
 					&cli.BoolFlag{Name: "wait", Usage: "wait for it to end first"},
+					&cli.StringFlag{Name: "profile", Usage: "save profile mode's Nsight Compute report to `FILE` (.ncu-rep)"},
 					&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show stdout and stderr of every phase"}),
 				Action: func(c *cli.Context) error {
 					id, err := idArg(c)
@@ -644,6 +667,12 @@ func submissionsCommand() *cli.Command {
 						if _, err := cl.Wait(c.Context, id, nil); err != nil {
 							return clientError(err)
 						}
+					}
+					if out := c.String("profile"); out != "" {
+						if err := saveProfile(c.Context, cl, id, out); err != nil {
+							return err
+						}
+						fmt.Fprintf(c.App.ErrWriter, "saved the Nsight Compute report of submission %d to %s\n", id, out)
 					}
 					v, err := cl.Submission(c.Context, id, c.Bool("code"))
 					if err != nil {
@@ -1045,4 +1074,27 @@ func clientAction(fn func(c *cli.Context, cl *Client) error) cli.ActionFunc {
 		}
 		return fn(c, cl)
 	}
+}
+
+// saveProfile downloads a submission's .ncu-rep into path, whole or not
+// at all: it is written beside path and renamed.
+func saveProfile(ctx context.Context, cl *Client, id int64, path string) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return usageError("--profile: %v", err)
+	}
+	err = cl.Profile(ctx, id, 0, f)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = usageError("--profile: %v", cerr)
+	}
+	if err == nil {
+		if err = os.Rename(f.Name(), path); err != nil {
+			err = usageError("--profile: %v", err)
+		}
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return clientError(err)
+	}
+	return nil
 }

@@ -88,6 +88,20 @@ type Config struct {
 	// Binds are extra read-only host paths for the sandbox (a CUDA toolkit
 	// outside /usr).
 	Binds []string `yaml:"binds"`
+	// Profiler is profile mode's Nsight Compute.
+	Profiler ProfilerConfig `yaml:"profiler"`
+}
+
+// ProfilerConfig sets up profile mode on NVIDIA GPUs.
+type ProfilerConfig struct {
+	// NCU is the ncu program; empty finds it, "off" keeps profile mode to
+	// PyTorch's profiler table.
+	NCU string `yaml:"ncu"`
+	// MaxKernels caps the kernels one run profiles: each is replayed once
+	// per counter pass.
+	MaxKernels int `yaml:"max_kernels"`
+	// MaxReport caps a stored .ncu-rep file, like 256M.
+	MaxReport string `yaml:"max_report"`
 }
 
 // BudgetConfig is the sandboxes' shared budget; zero fields are unlimited.
@@ -155,6 +169,7 @@ func DefaultConfig() Config {
 		GPUs:    "auto",
 		Measurement: MeasureConfig{Gate: true, MaxTempC: 80, Wait: 2 * time.Minute, MemorySlack: "512M",
 			SampleEvery: 100 * time.Millisecond, HealthWait: 30 * time.Second},
+		Profiler:          ProfilerConfig{MaxKernels: 10, MaxReport: "256M"},
 		CPUSlots:          1,
 		Sandbox:           true,
 		Library:           true,
@@ -208,6 +223,15 @@ func (c *Config) Validate() error {
 		if _, err := parseBytes(c.Measurement.MemorySlack); err != nil {
 			bad("measurement.memory_slack", "%v", err)
 		}
+	}
+	if p := c.Profiler; p.MaxKernels < 1 || p.MaxKernels > 1000 {
+		bad("profiler.max_kernels", "want 1 to 1000 kernels, got %d", p.MaxKernels)
+	}
+	if n, err := parseBytes(c.Profiler.MaxReport); err != nil || n < 1<<20 {
+		bad("profiler.max_report", "want a size of at least 1M, like 256M, got %q", c.Profiler.MaxReport)
+	}
+	if p := c.Profiler.NCU; p != "" && p != "off" && !filepath.IsAbs(p) {
+		bad("profiler.ncu", "want an absolute path or off, got %q", p)
 	}
 	for t, v := range c.Measurement.Clocks {
 		if _, _, err := clockRange(v); err != nil {

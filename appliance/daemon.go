@@ -41,6 +41,10 @@ type Daemon struct {
 	gpuRoot   string
 	inventory gpu.Inventory
 	monitor   *gpu.Monitor
+	// profiler is profile mode's ncu, nil where PyTorch's table stands in;
+	// profilerBinds are what a sandbox needs to run it.
+	profiler      *problems.Profiler
+	profilerBinds []sandbox.Bind
 
 	store  *Store
 	queue  *queue.Store
@@ -116,6 +120,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if len(d.inventory.GPUs) == 0 {
 		d.log.Info("no GPUs: the CPU backend serves this box", "why", strings.Join(d.inventory.Notes, "; "))
 	}
+	profilerNote := d.setupProfiler()
 	cpus := allowedCPUs()
 	gslots := gpuSlots(d.inventory, cpus)
 	d.openMonitor(gslots)
@@ -124,7 +129,8 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		d.svc.health = append(d.svc.health, "no slots: no GPU was found and cpu_slots is 0")
 	}
 	d.runner = &runner{svc: d.svc, slots: slots, launch: launch, python: it, workRoot: filepath.Join(d.cfg.DataDir, "work"),
-		log: d.log.With("component", "runner"), measure: d.cfg.Measurement, driver: d.inventory.Driver}
+		log: d.log.With("component", "runner"), measure: d.cfg.Measurement, driver: d.inventory.Driver, profiler: d.profiler}
+	d.runner.maxReport, _ = parseBytes(d.cfg.Profiler.MaxReport) // checked by Validate
 	if d.monitor != nil {
 		d.runner.monitor = d.monitor
 	}
@@ -150,7 +156,8 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	d.svc.drain, d.svc.undrain = d.runner.drain, d.runner.undrain
 	d.svc.gpus = func() GPUsStatus {
-		return GPUsStatus{Vendor: string(d.inventory.Vendor), Driver: d.inventory.Driver, Notes: d.inventory.Notes, Slots: d.runner.states()}
+		return GPUsStatus{Vendor: string(d.inventory.Vendor), Driver: d.inventory.Driver, Notes: d.inventory.Notes,
+			Profiler: profilerNote, Slots: d.runner.states()}
 	}
 	d.api = newAPI(d.svc, d.log.With("component", "api"))
 	return d.listen()
@@ -244,7 +251,11 @@ func (d *Daemon) prepareRunner(ctx context.Context) (*problems.Interpreter, laun
 	return it, func(slot Slot, mode problems.Mode) (problems.Launcher, []string) {
 		lim := policies.ForMode(string(mode), 0)
 		lim.Cpuset = slot.Cpuset
-		return &sandboxLauncher{rt: rt, binds: binds, limits: lim, devices: slot.devices(mode), mask: slot.Mask},
+		b := binds
+		if mode == problems.ModeProfile && slot.GPU != nil {
+			b = append(append([]sandbox.Bind(nil), binds...), d.profilerBinds...)
+		}
+		return &sandboxLauncher{rt: rt, binds: b, limits: lim, devices: slot.devices(mode), mask: slot.Mask},
 			append(append([]string(nil), env...), slot.env()...)
 	}
 }

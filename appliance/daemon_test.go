@@ -8,6 +8,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -865,5 +868,91 @@ func TestDaemon_FakeGPUMeasurement(t *testing.T) {
 	td.stop()
 	if fake.GPUs[0].Locked != [2]uint32{} { // the daemon has stopped: no lock needed
 		t.Errorf("clocks after stop = %v, want reset", fake.GPUs[0].Locked)
+	}
+}
+
+// TestDaemon_FakeGPUProfile: profile mode on a fake H200 runs the harness
+// under ncu (the stand-in of problems/testdata/fakencu, bound into the
+// sandbox) with the NVTX filter, the kernel cap and, the clocks being
+// locked, ncu's clock control off; the report is kept, downloadable by its
+// owner only (`submissions show --profile`), summarised in the result, and
+// removed with the submission.
+func TestDaemon_FakeGPUProfile(t *testing.T) {
+	t.Parallel()
+	ncu, err := filepath.Abs(filepath.Join("..", "problems", "testdata", "fakencu", "ncu"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	td := startDaemonWith(t, dir, func(c *Config) {
+		c.CPUSlots, c.GPUs = 0, "auto"
+		c.Profiler.NCU, c.Profiler.MaxKernels = ncu, 4
+		c.Measurement.Clocks = map[string]string{"H200": "1500"}
+	}, func(d *Daemon) {
+		d.nvml = &gputest.NVML{Driver: "580.0", GPUs: []gputest.GPU{{Name: "NVIDIA H200", UUID: "GPU-aaaa", Minor: 0,
+			PCI: "00000000:00:06.0", NUMA: -1, Temp: 40, SMClockMHz: 1500, MaxSMMHz: 1980, PowerMW: 100000}}}
+		d.gpuRoot = filepath.Join("..", "gpu", "testdata", "nvidia")
+	})
+	ctx := t.Context()
+	td.loadQuickOn("[H200]")
+	if out, _, code := td.cli(td.token, "gpus"); code != 0 || !strings.Contains(out, "profile mode runs Nsight Compute ("+ncu+", at most 4 kernels") ||
+		!strings.Contains(out, "locked 1500-1500 MHz") || !strings.Contains(out, "40°C 1500 MHz 100 W 0 procs") {
+		t.Errorf("kernelbox gpus = exit %d:\n%s\nwant the profiler, the clock lock and the GPU's reading", code, out)
+	}
+	alice, aliceToken := td.user("alice")
+	code := []byte("def custom_kernel(xs):\n    return [2 * x for x in xs]\n")
+	sub, err := alice.Submit(ctx, SubmitRequest{Leaderboard: "quickgpu", Mode: "profile", Code: code})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, rc := td.cli(aliceToken, "submissions", "show", strconv.FormatInt(sub.ID, 10), "--wait", "--profile", filepath.Join(dir, "out.ncu-rep"))
+	if rc != 0 {
+		t.Fatalf("submissions show --profile = exit %d: %s", rc, errOut)
+	}
+	for _, want := range []string{"Nsight Compute, 3 kernels in the custom_kernel range", "kernel 1: add_kernel",
+		"throughput  time 23.42 us", fmt.Sprintf("kernelbox submissions show %d --profile out.ncu-rep", sub.ID)} {
+		if !strings.Contains(out, want) {
+			t.Errorf("submissions show lacks %q:\n%s", want, out)
+		}
+	}
+	saved, err := os.ReadFile(filepath.Join(dir, "out.ncu-rep"))
+	want := "fake ncu report: --target-processes all --nvtx --nvtx-include custom_kernel/ --launch-count 4 --clock-control none --section SpeedOfLight"
+	if err != nil || !strings.HasPrefix(string(saved), want) {
+		t.Errorf("the downloaded report = %q, %v; want it to start %q", saved, err, want)
+	}
+	v, err := alice.Submission(ctx, sub.ID, false)
+	if err != nil || !v.Passed || v.Runs[0].Profile == "" {
+		t.Fatalf("the profiled submission = %+v, %v", v, err)
+	}
+	kept := filepath.Join(profilesDir(dir), v.Runs[0].Profile)
+	if st, err := os.Stat(kept); err != nil || st.Mode().Perm()&0o077 != 0 {
+		t.Errorf("the kept report %s: %v, %v; want it readable by the daemon only", kept, st, err)
+	}
+
+	// Bob may not fetch Alice's report, and a run without one says so.
+	_, bobToken := td.user("bob")
+	if _, errOut, rc := td.cli(bobToken, "submissions", "show", strconv.FormatInt(sub.ID, 10), "--profile", filepath.Join(dir, "bob.ncu-rep")); rc == 0 ||
+		!strings.Contains(errOut, fmt.Sprintf("no submission %d", sub.ID)) {
+		t.Errorf("bob's download of alice's report = exit %d: %s", rc, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "bob.ncu-rep")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused download left a file: %v", err)
+	}
+	plain, err := alice.Submit(ctx, SubmitRequest{Leaderboard: "quickgpu", Mode: "test", Code: code})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.Wait(ctx, plain.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := alice.Profile(ctx, plain.ID, 0, io.Discard); ErrorCode(err) != CodeNotFound || !strings.Contains(err.Error(), "no Nsight Compute report") {
+		t.Errorf("the report of a test run = %v, want not found", err)
+	}
+
+	if _, errOut, rc := td.cli(td.token, "admin", "delete", strconv.FormatInt(sub.ID, 10)); rc != 0 {
+		t.Fatalf("admin delete = exit %d: %s", rc, errOut)
+	}
+	if _, err := os.Stat(kept); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the report of a deleted submission is still there: %v", err)
 	}
 }

@@ -103,10 +103,22 @@ func gpuChecks(c *cli.Context) []sandbox.Check {
 		out = append(out, ch)
 	}
 	if inv.Vendor == gpu.VendorNVIDIA {
-		params, err := os.ReadFile("/proc/driver/nvidia/params")
-		adminOnly := err != nil || strings.Contains(string(params), "RmProfilingAdminOnly: 1")
-		out = append(out, sandbox.Check{Name: "ncu permission", OK: !adminOnly, Info: "RmProfilingAdminOnly " + map[bool]string{true: "1 (or unknown)", false: "0"}[adminOnly],
-			Fix: "set options nvidia NVreg_RestrictProfilingToAdminUsers=0 (modprobe.d) and reload the driver, for profile mode"})
+		restricted, err := gpu.ProfilingRestricted("/")
+		info := "RmProfilingAdminOnly 0: contestants' runs may read the GPU's counters"
+		if restricted {
+			info = "RmProfilingAdminOnly 1: only administrators may profile"
+			if err != nil {
+				info = err.Error()
+			}
+		}
+		out = append(out, sandbox.Check{Name: "ncu permission", OK: !restricted, Info: info, Fix: gpu.ProfilingFix + "; until then profile mode prints PyTorch's profiler table"})
+		ncu, err := gpu.FindNCU("")
+		ch := sandbox.Check{Name: "ncu", OK: err == nil, Info: ncu.Path,
+			Fix: "install Nsight Compute (the CUDA toolkit's nsight-compute package) or set profiler.ncu; until then profile mode prints PyTorch's profiler table"}
+		if err != nil {
+			ch.Info = err.Error()
+		}
+		out = append(out, ch)
 	}
 	return out
 }

@@ -94,6 +94,7 @@ func (s Slot) env() []string {
 
 // gpuMonitor is what the runner needs of gpu.Monitor.
 type gpuMonitor interface {
+	Read(uuid string) (gpu.Telemetry, error)
 	Gate(ctx context.Context, uuid string, cfg gpu.GateConfig) (gpu.Telemetry, error)
 	Sample(uuid string, every time.Duration, mask uint64) *gpu.Sampler
 }
@@ -156,6 +157,10 @@ type runner struct {
 	monitor gpuMonitor
 	measure MeasureConfig
 	driver  string
+	// profiler, when set, runs profile mode on GPU slots under ncu; the
+	// reports it keeps are at most maxReport bytes.
+	profiler  *problems.Profiler
+	maxReport int64
 	// idlePoll bounds how long an idle slot sleeps without a wake-up: a
 	// retried job becomes ready after its delay, and nobody fires for that.
 	idlePoll time.Duration
@@ -207,6 +212,8 @@ type SlotState struct {
 	State   string `json:"state"`             // idle, running or drained
 	Job     int64  `json:"job,omitempty"`     // the queue job it runs
 	Drained string `json:"drained,omitempty"` // why it takes no jobs
+	// Now is the GPU's reading at the time of asking.
+	Now *gpu.Telemetry `json:"telemetry,omitempty"`
 }
 
 // states reports each slot and what it is doing.
@@ -219,6 +226,11 @@ func (r *runner) states() []SlotState {
 		}
 		if j, ok := r.busy.Load(s.ID); ok {
 			st.State, st.Job = "running", j.(int64)
+		}
+		if s.GPU != nil && r.monitor != nil {
+			if t, err := r.monitor.Read(s.GPU.UUID); err == nil {
+				st.Now = &t
+			}
 		}
 		out = append(out, st)
 	}
@@ -433,7 +445,7 @@ func (r *runner) handle(log *slog.Logger, slot Slot, l *queue.Lease) {
 		sampler = r.monitor.Sample(slot.GPU.UUID, r.measure.SampleEvery, r.measure.throttleMask())
 	}
 	begin := time.Now()
-	rep, evalErr := r.evaluate(runCtx, slot, rc)
+	rep, profile, evalErr := r.evaluate(runCtx, slot, rc)
 	wall := time.Since(begin)
 	var tel *gpu.RunTelemetry
 	if sampler != nil {
@@ -465,7 +477,7 @@ func (r *runner) handle(log *slog.Logger, slot Slot, l *queue.Lease) {
 			tel.Reasons&r.measure.throttleMask(), tel.SMClockMin, tel.SMClockMax))
 		return
 	}
-	res := RunResult{Status: StatusDone, Passed: rep.Passed, Reason: rep.Reason}
+	res := RunResult{Status: StatusDone, Passed: rep.Passed, Reason: rep.Reason, Profile: profile}
 	if tel != nil {
 		res.Telemetry, _ = json.Marshal(struct {
 			Gate *gpu.Telemetry `json:"gate,omitempty"`
@@ -517,19 +529,19 @@ func (r *runner) retry(log *slog.Logger, l *queue.Lease, p jobPayload, cause err
 }
 
 // evaluate runs the harness for one run in a fresh work directory.
-func (r *runner) evaluate(ctx context.Context, slot Slot, rc *RunContext) (*problems.Report, error) {
+func (r *runner) evaluate(ctx context.Context, slot Slot, rc *RunContext) (*problems.Report, string, error) {
 	t, err := r.svc.task(rc.Leaderboard)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	scratch, err := os.MkdirTemp(r.workRoot, fmt.Sprintf("run-%d-", rc.Run.ID))
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer os.RemoveAll(scratch)
 	work := filepath.Join(scratch, "work")
 	if err := os.Mkdir(work, 0o755); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	mode := problems.Mode(rc.Run.Mode)
 	launcher, env := r.launch(slot, mode)
@@ -538,8 +550,17 @@ func (r *runner) evaluate(ctx context.Context, slot Slot, rc *RunContext) (*prob
 		seed = &rc.Leaderboard.SecretSeed
 	}
 	subID := rc.Submission.ID
-	return problems.Evaluate(ctx, launcher, t, problems.EvalOptions{
-		Mode: mode, Python: r.python.Path, Device: slot.Device, Seed: seed, Env: env, WorkDir: work,
+	var profiler *problems.Profiler
+	if mode == problems.ModeProfile && slot.GPU != nil && r.profiler != nil {
+		p := *r.profiler
+		if strings.HasPrefix(slot.Clocks, "locked") {
+			p.ClockControl = "none" // profile at the ranked runs' clocks, and leave the lock in place
+		}
+		profiler = &p
+	}
+	rep, err := problems.Evaluate(ctx, launcher, t, problems.EvalOptions{
+		Profiler: profiler,
+		Mode:     mode, Python: r.python.Path, Device: slot.Device, Seed: seed, Env: env, WorkDir: work,
 		Submission: rc.Code, OutputLimit: 64 << 10,
 		OnTest: func(phase string, tr problems.TestResult) {
 			if rc.Run.Secret {
@@ -567,6 +588,12 @@ func (r *runner) evaluate(ctx context.Context, slot Slot, rc *RunContext) (*prob
 			}
 		},
 	})
+	if err != nil {
+		return nil, "", err
+	}
+	// The work directory goes when this returns: keep the report first.
+	name, err := r.keepProfile(rc.Run.ID, rep.Profile)
+	return rep, name, err
 }
 
 // phaseEvent is the progress a watcher sees as each phase ends. A secret

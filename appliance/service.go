@@ -483,8 +483,10 @@ func (s *Service) Queue(ctx context.Context, u *User) (*QueueStatus, error) {
 
 // GPUsStatus is what `kernelbox gpus` shows.
 type GPUsStatus struct {
-	Vendor string      `json:"vendor"`
-	Driver string      `json:"driver,omitempty"`
-	Notes  []string    `json:"notes,omitempty"`
-	Slots  []SlotState `json:"slots"`
+	Vendor string   `json:"vendor"`
+	Driver string   `json:"driver,omitempty"`
+	Notes  []string `json:"notes,omitempty"`
+	// Profiler says what profile mode does here, and why.
+	Profiler string      `json:"profiler,omitempty"`
+	Slots    []SlotState `json:"slots"`
 }

@@ -1,0 +1,150 @@
+package appliance
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"kernelbox/gpu"
+	"kernelbox/problems"
+	"kernelbox/sandbox"
+)
+
+// profilesDir holds the kept .ncu-rep files, one per run, named by the run.
+func profilesDir(dataDir string) string { return filepath.Join(dataDir, "profiles") }
+
+func profileName(runID int64) string { return fmt.Sprintf("run-%d.ncu-rep", runID) }
+
+// setupProfiler decides what profile mode does on this box: ncu where the
+// GPUs are NVIDIA, ncu is installed and the driver opens its counters to
+// users; PyTorch's profiler table otherwise. It returns the line `kernelbox
+// gpus` shows, so an organiser knows which one contestants get and why.
+func (d *Daemon) setupProfiler() string {
+	const fallback = "profile mode prints PyTorch's profiler table: "
+	if d.inventory.Vendor != gpu.VendorNVIDIA {
+		return "profile mode prints PyTorch's profiler table (ncu is for NVIDIA GPUs; none here)"
+	}
+	if d.cfg.Profiler.NCU == "off" {
+		return fallback + "ncu is off in the config (profiler.ncu)"
+	}
+	root := d.gpuRoot
+	if root == "" {
+		root = "/"
+	}
+	if restricted, err := gpu.ProfilingRestricted(root); restricted {
+		why := "the driver keeps the GPU's counters to administrators (RmProfilingAdminOnly: 1)"
+		if err != nil {
+			why = err.Error()
+		}
+		d.log.Warn("ncu profiling is off", "why", why, "fix", gpu.ProfilingFix)
+		return fallback + why + "; " + gpu.ProfilingFix
+	}
+	ncu, err := gpu.FindNCU(d.cfg.Profiler.NCU)
+	if err != nil {
+		d.log.Warn("ncu profiling is off", "why", err)
+		return fallback + err.Error()
+	}
+	d.profiler = &problems.Profiler{NCU: ncu.Path, MaxKernels: d.cfg.Profiler.MaxKernels}
+	d.profilerBinds = []sandbox.Bind{{Source: ncu.Dir}}
+	d.log.Info("profile mode runs Nsight Compute", "ncu", ncu.Path, "max_kernels", d.cfg.Profiler.MaxKernels)
+	return fmt.Sprintf("profile mode runs Nsight Compute (%s, at most %d kernels per run)", ncu.Path, d.cfg.Profiler.MaxKernels)
+}
+
+// keepProfile copies a run's report out of its work directory, which dies
+// with the run, into the data directory. A report over the cap is not
+// kept, and the summary says so.
+func (r *runner) keepProfile(runID int64, p *problems.ProfileResult) (string, error) {
+	if p == nil || p.File == "" {
+		return "", nil
+	}
+	if p.Size > r.maxReport {
+		p.Summary += fmt.Sprintf("\n(the report, %d bytes, is over this box's %d-byte cap and was not kept)\n", p.Size, r.maxReport)
+		return "", nil
+	}
+	dir := profilesDir(r.svc.cfg.DataDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("keep profile of run %d: %w", runID, err)
+	}
+	src, err := os.Open(p.File)
+	if err != nil {
+		return "", fmt.Errorf("keep profile of run %d: %w", runID, err)
+	}
+	defer src.Close()
+	name := profileName(runID)
+	tmp, err := os.CreateTemp(dir, name+".*")
+	if err != nil {
+		return "", fmt.Errorf("keep profile of run %d: %w", runID, err)
+	}
+	_, err = io.Copy(tmp, io.LimitReader(src, r.maxReport+1))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(dir, name))
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("keep profile of run %d: %w", runID, err)
+	}
+	return name, nil
+}
+
+// profile serves a run's .ncu-rep to whoever may see the submission.
+// ?run=N picks one run; without it, the submission's first run with one.
+func (a *API) profile(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	sub, err := a.svc.visibleSubmission(r.Context(), userOf(r), id)
+	if err != nil {
+		return err
+	}
+	var want int64
+	if q := r.URL.Query().Get("run"); q != "" {
+		if want, err = strconv.ParseInt(q, 10, 64); err != nil || want <= 0 {
+			return Errorf(CodeInvalid, "run %q is not a positive number", q)
+		}
+	}
+	var name string
+	for _, run := range sub.Runs {
+		if (want == 0 || run.ID == want) && run.Profile != "" {
+			name = run.Profile
+			break
+		}
+	}
+	if name == "" {
+		return Errorf(CodeNotFound, "submission %d has no Nsight Compute report (profile mode on an NVIDIA GPU makes one)", id)
+	}
+	f, err := os.Open(filepath.Join(profilesDir(a.svc.cfg.DataDir), filepath.Base(name)))
+	if errors.Is(err, os.ErrNotExist) {
+		return Errorf(CodeNotFound, "the report of submission %d is gone from the box", id)
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", fmt.Sprintf("submission-%d.ncu-rep", id)))
+	http.ServeContent(w, r, "", st.ModTime(), f)
+	return nil
+}
+
+// removeProfiles deletes the reports of a deleted submission's runs.
+func (s *Service) removeProfiles(sub *Submission) {
+	for _, run := range sub.Runs {
+		if run.Profile != "" {
+			if err := os.Remove(filepath.Join(profilesDir(s.cfg.DataDir), filepath.Base(run.Profile))); err != nil && !errors.Is(err, os.ErrNotExist) {
+				s.log.Warn("remove profile", "run", run.ID, "err", err)
+			}
+		}
+	}
+}
