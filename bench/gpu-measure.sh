@@ -1,41 +1,25 @@
 #!/usr/bin/env bash
-# Fair measurement on the GPU machine: the same kernel timed 10 times
-# through the daemon with clocks locked, the gate and telemetry; then the
-# stored telemetry of one run. Needs bin/kernelbox (see docs/gpu-runs.md).
+# The GPU issue's checks on the GPU machine, in one call of the device tool:
+# with clocks locked, the same kernel timed 10 times through the daemon
+# (gate and telemetry on), the stored telemetry of one run, profile mode
+# under ncu in the sandbox with the report downloaded, the clocks after
+# ncu, drain and undrain; then the same 10 runs at the driver's default
+# clocks. Needs bin/kernelbox (see docs/gpu-runs.md).
 set -u
 out=${OUT:-gpu-out}; mkdir -p "$out"
-kb=$PWD/bin/kernelbox
-lock=${LOCK:-1500}
-step() { echo; echo "== $*"; }
-runs() { # $1: label, then serve flags via config file $2
-  data=$(mktemp -d); export KERNELBOX_CLIENT_CONFIG=$data/client.json
-  $kb serve --config "$2" --data "$data" --listen 127.0.0.1:0 --cpu-slots 0 >"$data/out" 2>"$data/log" &
-  pid=$!
-  for i in $(seq 300); do grep -q "serving on" "$data/out" 2>/dev/null && break; sleep 0.2; done
-  export KERNELBOX_SERVER=http://$(sed -n 's/.* serving on \([^ ]*\).*/\1/p' "$data/out")
-  export KERNELBOX_TOKEN=$(cat "$data/admin-token")
-  step "$1: kernelbox gpus"; $kb gpus | cut -c1-160
-  grep -E "clocks locked|clock lock refused" "$data/log" | cut -c1-200
-  for i in $(seq 10); do
-    $kb submit problems/library/vectoradd/solutions/correct/chunked_add.py -l vectoradd -g H200 -m benchmark --json > "$data/b$i.json" || echo "run $i failed: $(head -c 300 $data/b$i.json)"
-  done
-  step "$1: spread over 10 runs"
-  python3 - "$data" <<'PY'
-import json, statistics, sys, glob
-d = sys.argv[1]
-per = {}
-for f in sorted(glob.glob(d + "/b*.json")):
-    try:
-        doc = json.load(open(f))
-    except Exception:
-        continue
-    for b in doc["benchmarks"]:
-        per.setdefault(b["spec"], []).append(b["mean_ns"])
-for spec, means in per.items():
-    m = statistics.mean(means); cv = statistics.stdev(means) / m * 100 if len(means) > 1 else 0
-    print(f"{spec}: n={len(means)} mean {m/1e3:.3f} us, CV {cv:.2f} %, min {min(means)/1e3:.3f} max {max(means)/1e3:.3f}")
-PY
-  step "$1: telemetry and system info of the last run"
+. "$(dirname "$0")/gpu-lib.sh"
+{
+  step "doctor"; $kb doctor 2>&1 | grep -E "ncu|GPU|harness" | cut -c1-220
+  printf 'measurement:\n  clocks: {H200: "%s"}\n' "$lock" > /tmp/kb-locked.yaml
+  printf 'measurement:\n  gate: true\n' > /tmp/kb-default.yaml
+
+  start /tmp/kb-locked.yaml
+  step "locked at $lock MHz: kernelbox gpus"; $kb gpus | cut -c1-220
+  grep -E "clocks locked|clock lock|Nsight|ncu" "$data/log" | cut -c1-240
+  uuid=$($kb gpus --json | python3 -c 'import json,sys; print([s["id"] for s in json.load(sys.stdin)["slots"] if s.get("gpu")][0])')
+  step "nvidia-smi with the daemon holding the lock"; smi
+  spread "locked at $lock MHz"
+  step "telemetry and system info of the last run"
   id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$data/b10.json")
   $kb submissions show "$id" --json | python3 -c '
 import json, sys
@@ -45,13 +29,37 @@ print("system_info:", json.dumps(r.get("system_info")))
 t = r.get("telemetry") or {}
 print("telemetry:", {k: t.get(k) for k in ("samples", "sm_clock_min_mhz", "sm_clock_max_mhz", "sm_clock_mean_mhz", "temp_max_c", "power_max_mw", "clock_event_reasons", "throttled")})
 print("gate:", t.get("gate"))'
-  kill -TERM $pid; wait $pid
-  step "$1: clocks after the daemon stopped"
-  nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,clocks_event_reasons.active --format=csv 2>&1 | tail -2
-}
-{
-  printf 'measurement:\n  clocks: {H200: "%s"}\n' "$lock" > /tmp/kb-locked.yaml
-  printf 'measurement:\n  gate: true\n' > /tmp/kb-default.yaml
-  runs "locked at $lock MHz" /tmp/kb-locked.yaml
-  runs "default clocks" /tmp/kb-default.yaml
+
+  step "profile mode: the Triton template under ncu in the sandbox"
+  t0=$(date +%s.%N)
+  pid_json=$($kb submit $lib/templates/triton.py -l vectoradd -g H200 -m profile --no-wait --json)
+  pidsub=$(echo "$pid_json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+  $kb submissions show "$pidsub" --wait -v 2>&1 | cut -c1-240 | head -120
+  echo "profile turnaround: $(python3 -c "import time,sys; print(round(time.time()-float(sys.argv[1]),1))" $t0) s"
+  $kb submissions show "$pidsub" --profile "$out/vectoradd-triton.ncu-rep" >/dev/null
+  ls -l "$out/vectoradd-triton.ncu-rep" 2>&1
+  ncu=$(ls -d /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1)
+  echo "host ncu: $ncu"; head -c 600 /usr/local/cuda/bin/ncu 2>/dev/null | head -20
+  if [ -n "$ncu" ] && [ -s "$out/vectoradd-triton.ncu-rep" ]; then
+    "$ncu" --import "$out/vectoradd-triton.ncu-rep" --csv --page details > "$out/details.csv" 2>&1
+    echo "details.csv: $(wc -l < "$out/details.csv") lines"
+    "$ncu" --import "$out/vectoradd-triton.ncu-rep" --page details 2>&1 | head -60
+  fi
+  step "nvidia-smi after ncu (the lock must still hold)"; smi
+  grep -E "level=(WARN|ERROR)" "$data/log" | cut -c1-300 | tail -5
+
+  step "drain and undrain"
+  $kb admin gpu drain "$uuid" --reason "operator check"
+  $kb gpus | cut -c1-220
+  wid=$($kb submit $lib/templates/triton.py -l vectoradd -g H200 -m test --no-wait --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+  sleep 3; $kb submissions show "$wid" | head -1
+  $kb admin gpu undrain "$uuid"
+  $kb submissions show "$wid" --wait | tail -2
+  stop
+  step "nvidia-smi after the daemon stopped (lock reset)"; smi
+
+  start /tmp/kb-default.yaml
+  step "default clocks: kernelbox gpus"; $kb gpus | cut -c1-220
+  spread "default clocks"
+  stop
 } 2>&1 | tee "$out/measure.txt"

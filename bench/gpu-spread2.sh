@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Which part of the daemon's path adds the spread (GPU machine): the two
+# timers of bench/timer-spread.py inside the sandbox, with the default CPU
+# quota (4 cores) and without one; then the Triton template through the
+# daemon with telemetry sampling off during runs (sample_every 1h).
+set -u
+out=${OUT:-gpu-out}; mkdir -p "$out"
+. "$(dirname "$0")/gpu-lib.sh"
+devs="--device /dev/nvidia0 --device /dev/nvidiactl --device /dev/nvidia-uvm"
+py=/opt/torch/.venv/bin/python3
+{
+  step "timers in the sandbox, CPU quota 4 cores (the default)"
+  $kb sandbox run $devs --bind /opt --memory 16G --timeout 300s --workdir bench -- $py timer-spread.py 2>&1 | tail -8
+  step "timers in the sandbox, no CPU quota"
+  $kb sandbox run $devs --bind /opt --memory 16G --cpus 0 --timeout 300s --workdir bench -- $py timer-spread.py 2>&1 | tail -8
+  printf 'measurement:\n  clocks: {H200: "%s"}\n  sample_every: 1h\n' "$lock" > /tmp/kb-nosample.yaml
+  start /tmp/kb-nosample.yaml
+  spread "locked, no sampling" $lib/templates/triton.py
+  stop
+} 2>&1 | tee "$out/spread2.txt"

@@ -1,0 +1,67 @@
+"""Where the run-to-run spread of a timed kernel comes from (GPU machine).
+
+Times one single-kernel add (vectoradd's shapes, fp16) in 10 fresh
+processes, two ways per iteration, interleaved: "synced", as the harness
+does (the end event recorded after a device-wide synchronize, so work on a
+side stream counts), and "events" (the end event recorded on the stream
+right after the call, as Triton's do_bench does). Prints each way's mean
+per process and the coefficient of variation across processes.
+
+    python3 bench/timer-spread.py            # the parent: starts the children
+"""
+import json
+import statistics
+import subprocess
+import sys
+
+SHAPES = [(4096, 4096), (8192, 8192), (4096, 16384)]
+
+
+def child():
+    import torch
+
+    flush = torch.empty(256 << 20 >> 2, dtype=torch.int32, device="cuda")
+    out = {}
+    for rows, cols in SHAPES:
+        a = torch.randn(rows, cols, device="cuda", dtype=torch.float16)
+        b = torch.randn(rows, cols, device="cuda", dtype=torch.float16)
+        for _ in range(20):
+            a + b
+        torch.cuda.synchronize()
+        t = {"synced": [], "events": []}
+        for _ in range(100):
+            for way in ("synced", "events"):
+                torch.cuda.synchronize()
+                flush.zero_()
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                s.record()
+                r = a + b
+                if way == "synced":
+                    torch.cuda.synchronize()
+                    e.record()
+                else:
+                    e.record()
+                    torch.cuda.synchronize()
+                e.synchronize()
+                t[way].append(s.elapsed_time(e) * 1e3)
+                del r
+        out[f"{rows}x{cols}"] = {w: (statistics.mean(v), statistics.stdev(v)) for w, v in t.items()}
+    print(json.dumps(out))
+
+
+def main():
+    runs = []
+    for _ in range(10):
+        p = subprocess.run([sys.executable, __file__, "--child"], capture_output=True, text=True, check=True)
+        runs.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    for shape in runs[0]:
+        for way in ("synced", "events"):
+            means = [r[shape][way][0] for r in runs]
+            within = statistics.mean(r[shape][way][1] / r[shape][way][0] * 100 for r in runs)
+            m = statistics.mean(means)
+            print(f"{shape:12s} {way:7s} mean {m:8.2f} us  CV across processes {statistics.stdev(means) / m * 100:5.2f} %"
+                  f"  (within a process {within:5.2f} %)  min {min(means):.2f} max {max(means):.2f}")
+
+
+if __name__ == "__main__":
+    child() if "--child" in sys.argv else main()
