@@ -181,6 +181,9 @@ func (d *Daemon) openMonitor(slots []Slot) {
 		return
 	}
 	d.monitor = m
+	if m.XidErr != nil {
+		d.log.Warn("Xid errors are not watched: only ECC, row remapping and leftovers are checked between jobs", "err", m.XidErr)
+	}
 	for i := range slots {
 		s := &slots[i]
 		s.Clocks = "default (no clock lock configured for " + s.GPUType + ")"

@@ -865,6 +865,20 @@ func TestDaemon_FakeGPUMeasurement(t *testing.T) {
 	if v, err = td.admin.Wait(ctx, waiting.ID, nil); err != nil || !v.Passed {
 		t.Errorf("the waiting submission after the undrain: %+v, %v", v, err)
 	}
+	// A hardware Xid during a job drains the GPU too; a program's fault
+	// (Xid 43) alone would not (gpu's TestMonitor_Health).
+	fake.Xid("GPU-aaaa", 79)
+	sub, err = td.admin.Submit(ctx, SubmitRequest{Leaderboard: "quickgpu", Mode: "test", Code: code})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := td.admin.Wait(ctx, sub.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() bool {
+		st, err := td.admin.GPUs(ctx)
+		return err == nil && st.Slots[0].State == "drained" && strings.Contains(st.Slots[0].Drained, "Xid 79 (GPU has fallen off the bus)")
+	})
 	td.stop()
 	if fake.GPUs[0].Locked != [2]uint32{} { // the daemon has stopped: no lock needed
 		t.Errorf("clocks after stop = %v, want reset", fake.GPUs[0].Locked)

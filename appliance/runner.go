@@ -95,6 +95,7 @@ func (s Slot) env() []string {
 // gpuMonitor is what the runner needs of gpu.Monitor.
 type gpuMonitor interface {
 	Read(uuid string) (gpu.Telemetry, error)
+	Health(uuid string) ([]string, error)
 	Gate(ctx context.Context, uuid string, cfg gpu.GateConfig) (gpu.Telemetry, error)
 	Sample(uuid string, every time.Duration, mask uint64) *gpu.Sampler
 }
@@ -238,7 +239,8 @@ func (r *runner) states() []SlotState {
 }
 
 // checkHealth looks at a GPU after a job: every process of the run gone and
-// its memory back at the idle baseline, within a short wait. A GPU that
+// its memory back at the idle baseline, within a short wait, and no
+// hardware trouble (Xid, ECC, row remapping; gpu.Monitor.Health). A GPU that
 // does not come back is drained: the jobs of its type go to the others,
 // and an operator looks (`kernelbox gpus`, `kernelbox admin gpu undrain`).
 func (r *runner) checkHealth(log *slog.Logger, slot Slot, job int64) {
@@ -247,8 +249,17 @@ func (r *runner) checkHealth(log *slog.Logger, slot Slot, job int64) {
 	}
 	cfg := r.measure.gateConfig()
 	cfg.MaxTempC, cfg.ThrottleMask, cfg.Wait = 0, 0, r.measure.HealthWait
+	var problems []string
 	if _, err := r.monitor.Gate(r.hard, slot.GPU.UUID, cfg); err != nil && r.hard.Err() == nil {
-		why := fmt.Sprintf("unhealthy after job %d: %v", job, err)
+		problems = append(problems, err.Error())
+	}
+	if hw, err := r.monitor.Health(slot.GPU.UUID); err != nil {
+		log.Warn("GPU health", "err", err)
+	} else {
+		problems = append(problems, hw...)
+	}
+	if len(problems) > 0 {
+		why := fmt.Sprintf("unhealthy after job %d: %s", job, strings.Join(problems, "; "))
 		r.drained.Store(slot.ID, why)
 		log.Error("GPU drained", "why", why)
 	}

@@ -47,6 +47,12 @@ type Monitor struct {
 	devs     map[string]NVMLDevice // by UUID
 	baseline map[string]uint64     // memory used when idle, at open
 	locked   map[string]bool
+	ecc      map[string]uint64   // uncorrectable ECC errors already reported
+	xids     map[string][]uint64 // hardware Xids since the last Health, by UUID
+	// XidErr says why Xid events are not watched, when they are not.
+	XidErr error
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 // OpenMonitor initialises NVML and keeps it until Close.
@@ -54,7 +60,8 @@ func OpenMonitor(lib NVML) (*Monitor, error) {
 	if err := lib.Init(); err != nil {
 		return nil, fmt.Errorf("open GPU monitor: %w", err)
 	}
-	m := &Monitor{lib: lib, devs: map[string]NVMLDevice{}, baseline: map[string]uint64{}, locked: map[string]bool{}}
+	m := &Monitor{lib: lib, devs: map[string]NVMLDevice{}, baseline: map[string]uint64{}, locked: map[string]bool{},
+		ecc: map[string]uint64{}, xids: map[string][]uint64{}}
 	n, err := lib.DeviceCount()
 	if err != nil {
 		lib.Shutdown()
@@ -73,12 +80,101 @@ func OpenMonitor(lib NVML) (*Monitor, error) {
 		}
 		m.devs[uuid] = d
 		m.baseline[uuid], _ = d.MemoryUsed()
+		m.ecc[uuid], _ = d.ECCUncorrected()
+	}
+	if ev, err := lib.WatchXid(); err != nil {
+		m.XidErr = err
+	} else {
+		m.stop, m.done = make(chan struct{}), make(chan struct{})
+		go m.watchXid(ev)
 	}
 	return m, nil
 }
 
+// hardwareXids are the Xid errors that say the GPU itself is unwell
+// (memory, bus, firmware). A program's fault is an Xid too (13, 31, 43 for
+// an illegal address), and must not take a GPU out of service: anyone
+// could drain the box with one bad kernel.
+var hardwareXids = map[uint64]string{
+	48: "double-bit ECC error", 61: "micro-controller breakpoint", 62: "micro-controller halt",
+	63: "row remapping or page retirement", 64: "row remapping or page retirement failed", 74: "NVLink error",
+	79: "GPU has fallen off the bus", 92: "high single-bit ECC error rate", 94: "contained ECC error",
+	95: "uncontained ECC error", 119: "GSP RPC timeout", 120: "GSP error", 140: "unrecovered ECC error",
+}
+
+// watchXid records hardware Xids until Close; it is the monitor's one
+// goroutine.
+func (m *Monitor) watchXid(ev XidEvents) {
+	defer close(m.done)
+	defer ev.Close()
+	for {
+		select {
+		case <-m.stop:
+			return
+		default:
+		}
+		uuid, xid, err := ev.Wait(500 * time.Millisecond)
+		if err != nil {
+			if !errors.Is(err, ErrNoEvent) {
+				// A broken event set would spin: wait as a timeout would.
+				select {
+				case <-m.stop:
+					return
+				case <-time.After(500 * time.Millisecond):
+				}
+			}
+			continue
+		}
+		if _, bad := hardwareXids[xid]; bad {
+			m.mu.Lock()
+			m.xids[uuid] = append(m.xids[uuid], xid)
+			m.mu.Unlock()
+		}
+	}
+}
+
+// Health lists what is wrong with a GPU's hardware since the last call:
+// hardware Xid errors, new uncorrectable ECC errors, and row remappings
+// pending (they need a GPU reset) or failed (the GPU needs service). A
+// GPU without ECC or row remapping reports only what it has.
+func (m *Monitor) Health(uuid string) ([]string, error) {
+	d, err := m.dev(uuid)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	m.mu.Lock()
+	xids := m.xids[uuid]
+	delete(m.xids, uuid)
+	m.mu.Unlock()
+	for _, x := range xids {
+		out = append(out, fmt.Sprintf("Xid %d (%s)", x, hardwareXids[x]))
+	}
+	if n, err := d.ECCUncorrected(); err == nil {
+		m.mu.Lock()
+		if n > m.ecc[uuid] {
+			out = append(out, fmt.Sprintf("%d new uncorrectable ECC errors", n-m.ecc[uuid]))
+			m.ecc[uuid] = n
+		}
+		m.mu.Unlock()
+	}
+	if rr, err := d.RemappedRows(); err == nil {
+		if rr.Failed {
+			out = append(out, "a memory row remapping failed: the GPU needs service")
+		} else if rr.Pending {
+			out = append(out, "a memory row remapping is pending: reset the GPU (nvidia-smi -r)")
+		}
+	}
+	return out, nil
+}
+
 // Close resets the clocks this monitor locked and closes NVML.
 func (m *Monitor) Close() error {
+	if m.stop != nil {
+		close(m.stop)
+		<-m.done
+		m.stop = nil
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var errs []error

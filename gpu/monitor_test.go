@@ -123,3 +123,87 @@ func TestMonitor_LockClocks(t *testing.T) {
 		t.Errorf("LockClocks without permission = %v", err)
 	}
 }
+
+// TestMonitor_Health: hardware Xids, new uncorrectable ECC errors and row
+// remappings are reported once each; a program's own fault (Xid 13, 43)
+// is not a GPU problem; a board without ECC reports only what it has.
+func TestMonitor_Health(t *testing.T) {
+	t.Parallel()
+	fake := fakeH200()
+	fake.GPUs[0].ECC = 3 // before the daemon started: not this box's news
+	m, err := gpu.OpenMonitor(fake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if p, err := m.Health("GPU-aaaa"); err != nil || len(p) != 0 {
+		t.Fatalf("a healthy GPU = %q, %v", p, err)
+	}
+	fake.Xid("GPU-aaaa", 43) // a kernel's illegal address
+	fake.Xid("GPU-aaaa", 79)
+	fake.Xid("GPU-aaaa", 13)
+	fake.Set(func(g []gputest.GPU) { g[0].ECC = 5; g[0].Remap.Pending = true })
+	var p []string
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) && !strings.Contains(strings.Join(p, ";"), "Xid 79") {
+		time.Sleep(10 * time.Millisecond)
+		p, _ = m.Health("GPU-aaaa")
+	}
+	got := strings.Join(p, "; ")
+	for _, want := range []string{"Xid 79 (GPU has fallen off the bus)", "2 new uncorrectable ECC errors", "row remapping is pending"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Health = %q, want %q", got, want)
+		}
+	}
+	if strings.Contains(got, "Xid 43") || strings.Contains(got, "Xid 13") {
+		t.Errorf("Health = %q: a program's fault drained the GPU", got)
+	}
+	fake.Set(func(g []gputest.GPU) { g[0].Remap.Pending = false })
+	if p, _ := m.Health("GPU-aaaa"); len(p) != 0 {
+		t.Errorf("Health after the report = %q, want nothing new", p)
+	}
+	fake.Set(func(g []gputest.GPU) { g[0].NoECC = true })
+	if p, err := m.Health("GPU-aaaa"); err != nil || len(p) != 0 {
+		t.Errorf("a board without ECC = %q, %v", p, err)
+	}
+}
+
+func TestMonitor_NoXidEvents(t *testing.T) {
+	t.Parallel()
+	fake := fakeH200()
+	fake.XidErr = gpu.ErrNotSupported
+	m, err := gpu.OpenMonitor(fake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(m.XidErr, gpu.ErrNotSupported) {
+		t.Errorf("XidErr = %v, want the reason events are not watched", m.XidErr)
+	}
+	if err := m.Close(); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestMonitor_RealHost opens the real NVML where there is one (the GPU
+// machine) and reads every GPU's telemetry and health through it.
+func TestMonitor_RealHost(t *testing.T) {
+	t.Parallel()
+	m, err := gpu.OpenMonitor(gpu.NewNVML())
+	if err != nil {
+		t.Skipf("no NVIDIA driver here: %v", err)
+	}
+	defer m.Close()
+	inv := gpu.Discover(t.Context(), gpu.Options{})
+	t.Logf("Xid events: %v (nil: watched)", m.XidErr)
+	for _, g := range inv.GPUs {
+		tel, err := m.Read(g.UUID)
+		if err != nil {
+			t.Errorf("Read(%s) = %v", g.UUID, err)
+		}
+		p, err := m.Health(g.UUID)
+		t.Logf("GPU %s: %+v; health problems %q, err %v", g.UUID, tel, p, err)
+		if err != nil {
+			t.Errorf("Health(%s) = %v", g.UUID, err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // ErrNotSupported is what an NVML call answers on a GPU that lacks the
@@ -22,6 +23,25 @@ type NVML interface {
 	DriverVersion() (string, error)
 	DeviceCount() (int, error)
 	Device(index int) (NVMLDevice, error)
+	// WatchXid registers for the critical Xid events of every GPU.
+	WatchXid() (XidEvents, error)
+}
+
+// XidEvents is NVML's event set for Xid errors.
+type XidEvents interface {
+	// Wait returns the next event, or ErrNoEvent after timeout.
+	Wait(timeout time.Duration) (uuid string, xid uint64, err error)
+	Close() error
+}
+
+// ErrNoEvent is XidEvents.Wait's answer when no event came in time.
+var ErrNoEvent = errors.New("no event")
+
+// RemappedRows is the memory row remapping state of a GPU (Ampere on).
+type RemappedRows struct {
+	Correctable, Uncorrectable int
+	Pending                    bool // a remapping waits for a GPU reset
+	Failed                     bool // a remapping failed: the GPU needs service
 }
 
 // NVMLDevice is one GPU as NVML sees it.
@@ -43,6 +63,10 @@ type NVMLDevice interface {
 	ComputeProcesses() ([]uint32, error) // host pids
 	SetLockedClocks(minMHz, maxMHz uint32) error
 	ResetLockedClocks() error
+
+	// Health, between jobs.
+	ECCUncorrected() (uint64, error) // volatile count, since the driver loaded
+	RemappedRows() (RemappedRows, error)
 }
 
 func discoverNVIDIA(_ context.Context, opt Options) (Inventory, error) {

@@ -1,7 +1,9 @@
 package gpu
 
 import (
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
@@ -139,3 +141,66 @@ func (d *realDevice) SetLockedClocks(lo, hi uint32) error {
 func (d *realDevice) ResetLockedClocks() error {
 	return d.n.nvmlErr(d.d.ResetGpuLockedClocks())
 }
+
+func (d *realDevice) ECCUncorrected() (uint64, error) {
+	v, r := d.d.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC)
+	return v, d.n.nvmlErr(r)
+}
+
+func (d *realDevice) RemappedRows() (RemappedRows, error) {
+	corr, unc, pending, failed, r := d.d.GetRemappedRows()
+	return RemappedRows{Correctable: corr, Uncorrectable: unc, Pending: pending, Failed: failed}, d.n.nvmlErr(r)
+}
+
+func (n *realNVML) WatchXid() (XidEvents, error) {
+	set, r := n.lib.EventSetCreate()
+	if err := n.nvmlErr(r); err != nil {
+		return nil, fmt.Errorf("create an NVML event set: %w", err)
+	}
+	c, r := n.lib.DeviceGetCount()
+	if err := n.nvmlErr(r); err != nil {
+		set.Free()
+		return nil, err
+	}
+	x := &realXid{n: n, set: set}
+	var errs []error
+	for i := range c {
+		d, r := n.lib.DeviceGetHandleByIndex(i)
+		if err := n.nvmlErr(r); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		uuid, _ := d.GetUUID()
+		// Not every GPU supports every event: register what it has.
+		if err := n.nvmlErr(d.RegisterEvents(nvml.EventTypeXidCriticalError, set)); err != nil {
+			errs = append(errs, fmt.Errorf("GPU %s: %w", uuid, err))
+		}
+	}
+	if len(errs) == c && c > 0 {
+		set.Free()
+		return nil, fmt.Errorf("register for Xid events: %w", errors.Join(errs...))
+	}
+	return x, nil
+}
+
+type realXid struct {
+	n   *realNVML
+	set nvml.EventSet
+}
+
+func (x *realXid) Wait(timeout time.Duration) (string, uint64, error) {
+	e, r := x.set.Wait(uint32(timeout.Milliseconds()))
+	if r == nvml.ERROR_TIMEOUT {
+		return "", 0, ErrNoEvent
+	}
+	if err := x.n.nvmlErr(r); err != nil {
+		return "", 0, err
+	}
+	var uuid string
+	if e.Device != nil {
+		uuid, _ = e.Device.GetUUID()
+	}
+	return uuid, e.EventData, nil
+}
+
+func (x *realXid) Close() error { return x.n.nvmlErr(x.set.Free()) }

@@ -5,6 +5,7 @@ package gputest
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"kernelbox/gpu"
 )
@@ -17,9 +18,52 @@ type NVML struct {
 	GPUs    []GPU
 	Inits   int // Init calls, to check that every Init has its Shutdown
 	Downs   int
+	// XidErr fails WatchXid (a GPU without events).
+	XidErr error
 
-	mu sync.Mutex // guards GPUs once a daemon reads them from its goroutines
+	mu   sync.Mutex // guards GPUs once a daemon reads them from its goroutines
+	xids chan xidEvent
 }
+
+type xidEvent struct {
+	uuid string
+	xid  uint64
+}
+
+// Xid delivers an Xid event, as the driver would, to the watcher.
+func (f *NVML) Xid(uuid string, xid uint64) {
+	f.events() <- xidEvent{uuid, xid}
+}
+
+func (f *NVML) events() chan xidEvent {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.xids == nil {
+		f.xids = make(chan xidEvent, 16)
+	}
+	return f.xids
+}
+
+// WatchXid implements gpu.NVML.
+func (f *NVML) WatchXid() (gpu.XidEvents, error) {
+	if f.XidErr != nil {
+		return nil, f.XidErr
+	}
+	return xidWatch{f.events()}, nil
+}
+
+type xidWatch struct{ c chan xidEvent }
+
+func (w xidWatch) Wait(timeout time.Duration) (string, uint64, error) {
+	select {
+	case e := <-w.c:
+		return e.uuid, e.xid, nil
+	case <-time.After(timeout):
+		return "", 0, gpu.ErrNoEvent
+	}
+}
+
+func (w xidWatch) Close() error { return nil }
 
 // Set changes the GPUs' answers while something else reads them.
 func (f *NVML) Set(fn func(gpus []GPU)) {
@@ -57,6 +101,11 @@ type GPU struct {
 	// Locked records SetLockedClocks ([0, 0] after a reset); LockErr fails it.
 	Locked  [2]uint32
 	LockErr error
+	// Health: ECC is the uncorrectable count; NoECC makes both health
+	// calls unsupported, as on a board without ECC.
+	ECC   uint64
+	Remap gpu.RemappedRows
+	NoECC bool
 }
 
 var _ gpu.NVML = (*NVML)(nil)
@@ -160,4 +209,22 @@ func (d device) ResetLockedClocks() error {
 	defer d.mu.Unlock()
 	d.g.Locked = [2]uint32{}
 	return nil
+}
+
+func (d device) ECCUncorrected() (uint64, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.g.NoECC {
+		return 0, gpu.ErrNotSupported
+	}
+	return d.g.ECC, nil
+}
+
+func (d device) RemappedRows() (gpu.RemappedRows, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.g.NoECC {
+		return gpu.RemappedRows{}, gpu.ErrNotSupported
+	}
+	return d.g.Remap, nil
 }
