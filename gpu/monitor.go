@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -46,11 +47,13 @@ type Monitor struct {
 	mu       sync.Mutex
 	devs     map[string]NVMLDevice // by UUID
 	baseline map[string]uint64     // memory used when idle, at open
-	locked   map[string]bool
+	locked   map[string][2]uint32 // the SM clock range this monitor locked
 	ecc      map[string]uint64   // uncorrectable ECC errors already reported
 	xids     map[string][]uint64 // hardware Xids since the last Health, by UUID
 	// XidErr says why Xid events are not watched, when they are not.
 	XidErr error
+	// Relocks counts the clock locks the gate had to restore.
+	Relocks atomic.Int64
 	stop   chan struct{}
 	done   chan struct{}
 }
@@ -60,7 +63,7 @@ func OpenMonitor(lib NVML) (*Monitor, error) {
 	if err := lib.Init(); err != nil {
 		return nil, fmt.Errorf("open GPU monitor: %w", err)
 	}
-	m := &Monitor{lib: lib, devs: map[string]NVMLDevice{}, baseline: map[string]uint64{}, locked: map[string]bool{},
+	m := &Monitor{lib: lib, devs: map[string]NVMLDevice{}, baseline: map[string]uint64{}, locked: map[string][2]uint32{},
 		ecc: map[string]uint64{}, xids: map[string][]uint64{}}
 	n, err := lib.DeviceCount()
 	if err != nil {
@@ -183,7 +186,7 @@ func (m *Monitor) Close() error {
 			errs = append(errs, fmt.Errorf("reset clocks of %s: %w", uuid, err))
 		}
 	}
-	m.locked = map[string]bool{}
+	m.locked = map[string][2]uint32{}
 	errs = append(errs, m.lib.Shutdown())
 	return errors.Join(errs...)
 }
@@ -231,6 +234,31 @@ func (m *Monitor) Read(uuid string) (Telemetry, error) {
 	return t, nil
 }
 
+// readClocks is Read without the memory and process queries.
+func (m *Monitor) readClocks(uuid string) (Telemetry, error) {
+	d, err := m.dev(uuid)
+	if err != nil {
+		return Telemetry{}, err
+	}
+	t := Telemetry{At: time.Now().UTC()}
+	var errs []error
+	var e error
+	t.TempC, e = d.Temperature()
+	errs = append(errs, e)
+	t.SMClockMHz, e = d.SMClock()
+	errs = append(errs, e)
+	t.PowerMW, e = d.Power()
+	errs = append(errs, e)
+	t.Reasons, e = d.ClockEventReasons()
+	errs = append(errs, e)
+	for _, e := range errs {
+		if e != nil && !errors.Is(e, ErrNotSupported) {
+			return t, fmt.Errorf("read GPU %s: %w", uuid, e)
+		}
+	}
+	return t, nil
+}
+
 // GateConfig says when a GPU is fit for a ranked run.
 type GateConfig struct {
 	MaxTempC uint32        // hotter than this: wait for it to cool (0: no limit)
@@ -251,10 +279,22 @@ func (m *Monitor) Gate(ctx context.Context, uuid string, cfg GateConfig) (Teleme
 		cfg.Poll = 500 * time.Millisecond
 	}
 	deadline := time.Now().Add(cfg.Wait)
+	relocked := false
 	for {
 		t, err := m.Read(uuid)
 		if err != nil {
 			return t, err
+		}
+		if !relocked {
+			again, err := m.relock(uuid, t)
+			if err != nil {
+				return t, err
+			}
+			if again {
+				relocked = true // once: a GPU that reads off its lock at idle must not loop here
+				m.Relocks.Add(1)
+				continue // read again under the restored lock
+			}
 		}
 		why := m.unfit(uuid, t, cfg)
 		if len(why) == 0 {
@@ -305,8 +345,14 @@ type RunTelemetry struct {
 	TempMaxC    uint32    `json:"temp_max_c"`
 	PowerMaxMW  uint32    `json:"power_max_mw"`
 	Reasons     uint64    `json:"clock_event_reasons"`
-	// Throttled is set when a reason of the mask was seen: the run's
-	// timings are not comparable and it must not be scored.
+	// ThermalNs and PowerNs are how long the driver's cumulative
+	// violation counters say the GPU was held back by heat or by its power
+	// limit during the run: they see throttling between two samples.
+	ThermalNs uint64 `json:"thermal_violation_ns"`
+	PowerNs   uint64 `json:"power_violation_ns"`
+	// Throttled is set when a reason of the mask was seen, or the thermal
+	// counter moved: the run's timings are not comparable and it must not
+	// be scored.
 	Throttled bool `json:"throttled"`
 }
 
@@ -320,6 +366,8 @@ type Sampler struct {
 	mu    sync.Mutex
 	out   RunTelemetry
 	sumMH float64
+	viol  [2]uint64 // thermal, power at the start
+	hasV  bool
 }
 
 // Sample starts reading the GPU every interval; Stop ends it and returns
@@ -327,6 +375,11 @@ type Sampler struct {
 func (m *Monitor) Sample(uuid string, every time.Duration, mask uint64) *Sampler {
 	s := &Sampler{m: m, uuid: uuid, mask: mask, stop: make(chan struct{}), done: make(chan struct{})}
 	s.out.GPU = uuid
+	if d, err := m.dev(uuid); err == nil {
+		if th, pw, err := d.Violations(); err == nil {
+			s.viol, s.hasV = [2]uint64{th, pw}, true
+		}
+	}
 	if t, err := m.Read(uuid); err == nil {
 		s.out.Before = t
 		s.add(t)
@@ -340,7 +393,9 @@ func (m *Monitor) Sample(uuid string, every time.Duration, mask uint64) *Sampler
 			case <-s.stop:
 				return
 			case <-tick.C:
-				if t, err := m.Read(uuid); err == nil {
+				// Only the cheap counters while the run runs: listing the
+				// GPU's processes takes the driver longer.
+				if t, err := m.readClocks(uuid); err == nil {
 					s.add(t)
 				}
 			}
@@ -377,7 +432,12 @@ func (s *Sampler) Stop() RunTelemetry {
 	if s.out.Samples > 0 {
 		s.out.SMClockMean = s.sumMH / float64(s.out.Samples)
 	}
-	s.out.Throttled = s.out.Reasons&s.mask != 0
+	if d, err := s.m.dev(s.uuid); err == nil && s.hasV {
+		if th, pw, err := d.Violations(); err == nil && th >= s.viol[0] && pw >= s.viol[1] {
+			s.out.ThermalNs, s.out.PowerNs = th-s.viol[0], pw-s.viol[1]
+		}
+	}
+	s.out.Throttled = s.out.Reasons&s.mask != 0 || s.out.ThermalNs > 0
 	return s.out
 }
 
@@ -391,9 +451,22 @@ func (m *Monitor) LockClocks(uuid string, lo, hi uint32) error {
 		return fmt.Errorf("lock clocks of %s to %d-%d MHz: %w", uuid, lo, hi, err)
 	}
 	m.mu.Lock()
-	m.locked[uuid] = true
+	m.locked[uuid] = [2]uint32{lo, hi}
 	m.mu.Unlock()
 	return nil
+}
+
+// relock locks the clocks again where a driver reset (or another tool)
+// dropped the lock: an idle GPU under a lock stays at its clock, so a
+// reading outside the range means the lock is gone.
+func (m *Monitor) relock(uuid string, t Telemetry) (bool, error) {
+	m.mu.Lock()
+	r, ok := m.locked[uuid]
+	m.mu.Unlock()
+	if !ok || t.SMClockMHz == 0 || (t.SMClockMHz >= r[0] && t.SMClockMHz <= r[1]) {
+		return false, nil
+	}
+	return true, m.LockClocks(uuid, r[0], r[1])
 }
 
 // MaxSMClock is the GPU's highest SM clock.

@@ -207,3 +207,57 @@ func TestMonitor_RealHost(t *testing.T) {
 		}
 	}
 }
+
+// TestMonitor_RelockAfterReset: a driver reset drops the clock lock; the
+// next gate sees the GPU idle off its locked clock and locks it again,
+// once, even if the reading stays off.
+func TestMonitor_RelockAfterReset(t *testing.T) {
+	t.Parallel()
+	fake := fakeH200()
+	fake.GPUs[0].SMClockMHz, fake.GPUs[0].Reasons = 1500, 0
+	m, err := gpu.OpenMonitor(fake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.LockClocks("GPU-aaaa", 1500, 1500); err != nil {
+		t.Fatal(err)
+	}
+	cfg := gpu.GateConfig{Wait: time.Second, Poll: time.Millisecond, MemorySlack: 1 << 30}
+	if _, err := m.Gate(t.Context(), "GPU-aaaa", cfg); err != nil || m.Relocks.Load() != 0 {
+		t.Fatalf("gate under the lock = %v, %d relocks; want a pass and none", err, m.Relocks.Load())
+	}
+	fake.Set(func(g []gputest.GPU) { g[0].Locked, g[0].SMClockMHz = [2]uint32{}, 345 }) // the reset
+	if _, err := m.Gate(t.Context(), "GPU-aaaa", cfg); err != nil {
+		t.Fatal(err)
+	}
+	var locked [2]uint32
+	fake.Get(func(g []gputest.GPU) { locked = g[0].Locked })
+	if locked != [2]uint32{1500, 1500} || m.Relocks.Load() != 1 {
+		t.Errorf("after the reset: locked %v, %d relocks; want 1500-1500 again, once", locked, m.Relocks.Load())
+	}
+}
+
+// TestMonitor_SampleViolationCounters: the driver's thermal counter moving
+// during a run voids it even when no sample caught a throttle reason; the
+// power counter is recorded.
+func TestMonitor_SampleViolationCounters(t *testing.T) {
+	t.Parallel()
+	fake := fakeH200()
+	fake.GPUs[0].ThermalNs, fake.GPUs[0].PowerNs = 1000, 5000
+	m, err := gpu.OpenMonitor(fake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	s := m.Sample("GPU-aaaa", time.Hour, gpu.DefaultThrottleMask)
+	fake.Set(func(g []gputest.GPU) { g[0].PowerNs += 700 })
+	if rt := s.Stop(); rt.Throttled || rt.PowerNs != 700 || rt.ThermalNs != 0 {
+		t.Errorf("a run under the power limit only = %+v; want power 700 ns recorded, not throttled", rt)
+	}
+	s = m.Sample("GPU-aaaa", time.Hour, gpu.DefaultThrottleMask)
+	fake.Set(func(g []gputest.GPU) { g[0].ThermalNs += 2_000_000 })
+	if rt := s.Stop(); !rt.Throttled || rt.ThermalNs != 2_000_000 {
+		t.Errorf("a run the thermal counter saw = %+v; want throttled, 2 ms", rt)
+	}
+}

@@ -66,6 +66,9 @@ type NVMLDevice interface {
 
 	// Health, between jobs.
 	ECCUncorrected() (uint64, error) // volatile count, since the driver loaded
+	// Violations are the cumulative ns the GPU spent held back by its
+	// thermal and its power policy.
+	Violations() (thermalNs, powerNs uint64, err error)
 	RemappedRows() (RemappedRows, error)
 }
 

@@ -204,3 +204,15 @@ func (x *realXid) Wait(timeout time.Duration) (string, uint64, error) {
 }
 
 func (x *realXid) Close() error { return x.n.nvmlErr(x.set.Free()) }
+
+func (d *realDevice) Violations() (uint64, uint64, error) {
+	th, r := d.d.GetViolationStatus(nvml.PERF_POLICY_THERMAL)
+	if err := d.n.nvmlErr(r); err != nil {
+		return 0, 0, err
+	}
+	pw, r := d.d.GetViolationStatus(nvml.PERF_POLICY_POWER)
+	if err := d.n.nvmlErr(r); err != nil {
+		return 0, 0, err
+	}
+	return th.ViolationTime, pw.ViolationTime, nil
+}

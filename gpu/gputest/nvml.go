@@ -106,6 +106,8 @@ type GPU struct {
 	ECC   uint64
 	Remap gpu.RemappedRows
 	NoECC bool
+	// ThermalNs and PowerNs are the violation counters.
+	ThermalNs, PowerNs uint64
 }
 
 var _ gpu.NVML = (*NVML)(nil)
@@ -227,4 +229,10 @@ func (d device) RemappedRows() (gpu.RemappedRows, error) {
 		return gpu.RemappedRows{}, gpu.ErrNotSupported
 	}
 	return d.g.Remap, nil
+}
+
+func (d device) Violations() (uint64, uint64, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.g.ThermalNs, d.g.PowerNs, nil
 }
