@@ -867,6 +867,10 @@ func TestDaemon_FakeGPUMeasurement(t *testing.T) {
 	}
 	// A hardware Xid during a job drains the GPU too; a program's fault
 	// (Xid 43) alone would not (gpu's TestMonitor_Health).
+	waitFor(t, 10*time.Second, func() bool { // the last job's health check is done
+		st, err := td.admin.GPUs(ctx)
+		return err == nil && st.Slots[0].State == "idle"
+	})
 	fake.Xid("GPU-aaaa", 79)
 	sub, err = td.admin.Submit(ctx, SubmitRequest{Leaderboard: "quickgpu", Mode: "test", Code: code})
 	if err != nil {
