@@ -20,6 +20,12 @@ py=/opt/torch/.venv/bin/python3
   start /tmp/kb-nosample.yaml
   grep -iE "xid|Nsight" "$data/log" | cut -c1-240
   spread "locked, no sampling" $lib/templates/triton.py
+  step "telemetry of the last timed run (violation counters)"
+  lid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$data/b10.json")
+  $kb submissions show "$lid" --json | python3 -c '
+import json, sys
+t = json.load(sys.stdin)["runs"][0].get("telemetry") or {}
+print({k: t.get(k) for k in ("samples", "sm_clock_min_mhz", "sm_clock_max_mhz", "thermal_violation_ns", "power_violation_ns", "throttled")})'
   step "profile mode once more (the summary's format)"
   id=$($kb submit $lib/templates/triton.py -l vectoradd -g H200 -m profile --no-wait --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
   $kb submissions show "$id" --wait | cut -c1-240 | tail -14
