@@ -72,11 +72,6 @@ type BenchmarkResult struct {
 	Best   float64 `json:"best_ns"`
 	Worst  float64 `json:"worst_ns"`
 	Report string  `json:"report,omitempty"` // profile mode: base64 text
-	// Timer says which window timed it on a GPU: "stream" (start to the
-	// call's return, on its stream), or "device (...)" when work ran on
-	// after the call returned and every iteration was timed to the end of
-	// all the device's work.
-	Timer string `json:"timer,omitempty"`
 }
 
 // Result is the parsed POPCORN stream of one harness run.
@@ -194,8 +189,6 @@ func (res *Result) set(tests map[int]*TestResult, benches map[int]*BenchmarkResu
 			b.Error = unescape(value)
 		case "report":
 			b.Report = value
-		case "timer":
-			b.Timer = unescape(value)
 		case "runs":
 			n, err := strconv.Atoi(value)
 			if err != nil || n < 0 {

@@ -131,32 +131,6 @@ def stats(times):
     return {"runs": n, "mean": mean, "std": std, "err": std / math.sqrt(n), "best": min(times), "worst": max(times)}
 
 
-# Work the call leaves running past its return (a side stream the end event
-# does not see) lengthens the tail beyond the calibrated round trip. Below
-# this much it is indistinguishable from the host's jitter.
-TAIL_SLACK_NS = 3000.0
-TAIL_SLACK_REL = 0.02
-
-
-def median(xs):
-    ys = sorted(xs)
-    n = len(ys)
-    return (ys[n // 2] + ys[(n - 1) // 2]) / 2
-
-
-def judge_tails(times, tails, probes):
-    """The timings to score. The stream's own window is steady (the host's
-    round trip stays out of it); when the tails show work continuing after
-    the call returned, every iteration is scored with its tail included, as
-    if the end event had waited for every stream."""
-    if not tails:
-        return {"times": times}
-    excess = median(tails) - median(probes)
-    if excess > max(TAIL_SLACK_NS, TAIL_SLACK_REL * median(times)):
-        return {"times": [t + tail for t, tail in zip(times, tails)], "timer": f"device (work ran {excess:.0f} ns past the call's return)"}
-    return {"times": times, "timer": "stream"}
-
-
 def is_cuda_error(text: str) -> bool:
     return "CUDA error" in text or "HIP error" in text or "cudaError" in text or "illegal memory access" in text
 
@@ -177,7 +151,6 @@ class _Worker:
         self.dev = kbutils.device()
         self.kernel = None
         self.flush_buf = None
-        self.cycles_per_ns = None
 
     def load_submission(self):
         if self.kernel is None:
@@ -243,49 +216,22 @@ class _Worker:
         self.flush_buf.zero_()
 
     def time_call(self, kernel, arg):
-        """Times one call. On CUDA it returns (out, ns, tail_ns): ns from the
-        start event to an end event on the call's stream, recorded as the
-        call returns, and tail_ns from that event to one recorded after every
-        stream of the device has finished. The tail is the host's round trip
-        unless work went on after the call returned (a side stream); the
-        benchmark compares it with a calibrated round trip (probe_tail)."""
         torch = self.torch
         if self.dev == "cuda":
             torch.cuda.synchronize()
             self.flush_l2()
-            start, end, after = (torch.cuda.Event(enable_timing=True) for _ in range(3))
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
             start.record()
             out = kernel(arg)
-            end.record()
-            # Every stream, not only the current one, so work on a side stream shows.
+            # Every stream, not only the current one, so work on a side stream counts.
             torch.cuda.synchronize()
-            after.record()
-            after.synchronize()
-            return out, start.elapsed_time(end) * 1e6, end.elapsed_time(after) * 1e6
+            end.record()
+            end.synchronize()
+            return out, start.elapsed_time(end) * 1e6
         t0 = time.perf_counter_ns()
         out = kernel(arg)
-        return out, float(time.perf_counter_ns() - t0), 0.0
-
-    def probe_tail(self, ns):
-        """The round trip time_call's tail has without work after the call:
-        the GPU busy for about ns on the current stream, the host waiting in
-        the same synchronize, then the after event."""
-        torch = self.torch
-        if self.cycles_per_ns is None:
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            torch.cuda._sleep(1_000_000)
-            e.record()
-            e.synchronize()
-            self.cycles_per_ns = 1_000_000 / max(s.elapsed_time(e) * 1e6, 1.0)
-        torch.cuda.synchronize()
-        end, after = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(max(int(ns * self.cycles_per_ns), 1))
-        end.record()
-        torch.cuda.synchronize()
-        after.record()
-        after.synchronize()
-        return end.elapsed_time(after) * 1e6
+        return out, float(time.perf_counter_ns() - t0)
 
     def benchmark(self, case, kind, recheck):
         repeats, budget_s, wall_s = limits_for(self.dev, kind)
@@ -302,7 +248,7 @@ class _Worker:
             self.sync()
             if time.perf_counter() > t_end:
                 break
-        times, tails, probes = [], [], []
+        times = []
         wall0 = time.perf_counter()
         seed = case.get("seed")
         for i in range(repeats):
@@ -311,23 +257,20 @@ class _Worker:
                 data = self.ref.generate_input(**fresh)
                 expected = self.expected(data)
             arg = self.kb.clone_data(data)
-            out, ns, tail = self.time_call(kernel, arg)
+            out, ns = self.time_call(kernel, arg)
             if recheck:
                 ok, msg = self.check(data, expected, out)
                 if not ok:
                     return {"error": f"timed iteration {i}: {msg}"}
             del out
             times.append(ns)
-            if self.dev == "cuda":
-                tails.append(tail)
-                probes.append(self.probe_tail(ns))
             if len(times) >= MIN_RUNS:
                 s = stats(times)
                 if s["mean"] > 0 and s["err"] / s["mean"] < TARGET_REL_ERR:
                     break
                 if s["mean"] * len(times) > budget_s * 1e9 or time.perf_counter() - wall0 > wall_s:
                     break
-        return judge_tails(times, tails, probes)
+        return {"times": times}
 
     def profile(self, case):
         torch = self.torch
@@ -534,8 +477,6 @@ def run_benchmarks(out: Popcorn, pool: Pool, cases, kind: str) -> int:
         s = stats(reply["times"])
         for key in ("runs", "mean", "std", "err", "best", "worst"):
             out.log(f"benchmark.{i}.{key}", s[key] if key == "runs" else f"{s[key]:.3f}")
-        if "timer" in reply:
-            out.log(f"benchmark.{i}.timer", reply["timer"])
     out.log("check", "pass")
     return EXIT_OK
 
