@@ -128,8 +128,9 @@ type MeasureConfig struct {
 	// HealthWait is how long a GPU has after a job to shed the run's
 	// processes and memory before it is drained.
 	HealthWait time.Duration `yaml:"health_wait"`
-	// Clocks lock a GPU type's SM clock: "1500" or "1400-1600" MHz. Types
-	// without an entry keep the driver's default.
+	// Clocks lock a GPU type's SM clock: "1500" or "1400-1600" MHz, or
+	// "standard" for AMD's profile_standard (which an AMD GPU gets for any
+	// entry). Types without an entry keep the driver's default.
 	Clocks map[string]string `yaml:"clocks"`
 }
 
@@ -144,6 +145,10 @@ func (m MeasureConfig) throttleMask() uint64 {
 	}
 	return m.ThrottleMask
 }
+
+// clockStandard in measurement.clocks asks for AMD's profile_standard
+// level; an AMD GPU gets it whatever the entry says.
+const clockStandard = "standard"
 
 // clockRange reads "1500" or "1400-1600".
 func clockRange(s string) (lo, hi uint32, err error) {
@@ -234,6 +239,9 @@ func (c *Config) Validate() error {
 		bad("profiler.ncu", "want an absolute path or off, got %q", p)
 	}
 	for t, v := range c.Measurement.Clocks {
+		if v == clockStandard {
+			continue
+		}
 		if _, _, err := clockRange(v); err != nil {
 			bad("measurement.clocks", "%s: %v", t, err)
 		}

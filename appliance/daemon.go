@@ -168,11 +168,19 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 // clock profile. A monitor that cannot open leaves the runs unmeasured and
 // says so; it does not stop the daemon.
 func (d *Daemon) openMonitor(slots []Slot) {
-	if d.inventory.Vendor != gpu.VendorNVIDIA || len(slots) == 0 {
+	amd := d.inventory.Vendor == gpu.VendorAMD
+	if (d.inventory.Vendor != gpu.VendorNVIDIA && !amd) || len(slots) == 0 {
 		return
 	}
 	lib := d.nvml
-	if lib == nil {
+	switch {
+	case amd:
+		root := d.gpuRoot
+		if root == "" {
+			root = "/"
+		}
+		lib = gpu.NewAMDSysfs(root, d.inventory.GPUs)
+	case lib == nil:
 		lib = gpu.NewNVML()
 	}
 	m, err := gpu.OpenMonitor(lib)
@@ -181,7 +189,7 @@ func (d *Daemon) openMonitor(slots []Slot) {
 		return
 	}
 	d.monitor = m
-	if m.XidErr != nil {
+	if m.XidErr != nil && !amd {
 		d.log.Warn("Xid errors are not watched: only ECC, row remapping and leftovers are checked between jobs", "err", m.XidErr)
 	}
 	for i := range slots {
@@ -189,6 +197,25 @@ func (d *Daemon) openMonitor(slots []Slot) {
 		s.Clocks = "default (no clock lock configured for " + s.GPUType + ")"
 		spec, ok := d.cfg.Measurement.Clocks[s.GPUType]
 		if !ok {
+			continue
+		}
+		if amd {
+			// amdgpu fixes its own clocks for comparable timings.
+			if err := m.LockClocks(s.GPU.UUID, 0, 0); err != nil {
+				s.Clocks = "default (profile_standard refused: " + err.Error() + ")"
+				d.log.Warn("profile_standard refused; the GPU keeps its default clocks", "gpu", s.GPU.UUID, "err", err)
+				continue
+			}
+			s.Clocks = "profile_standard"
+			if spec != clockStandard {
+				s.Clocks += " (amdgpu picks the clocks; the MHz in the config are not applied)"
+			}
+			d.log.Info("clocks fixed at profile_standard", "gpu", s.GPU.UUID)
+			continue
+		}
+		if spec == clockStandard {
+			s.Clocks = "default (standard is AMD's profile_standard; NVIDIA GPUs need MHz)"
+			d.log.Warn("measurement.clocks: standard is for AMD GPUs", "gpu", s.GPU.UUID)
 			continue
 		}
 		lo, hi, _ := clockRange(spec) // checked by Validate

@@ -974,3 +974,59 @@ func TestDaemon_FakeGPUProfile(t *testing.T) {
 		t.Errorf("the report of a deleted submission is still there: %v", err)
 	}
 }
+
+// TestDaemon_FakeAMD: on a host whose only GPUs are AMD (the MI325X sysfs
+// tree of gpu/testdata/amd, copied so it can be written), the daemon
+// gates and samples timed runs through amdgpu's sysfs, fixes the clocks
+// with profile_standard as configured, and sets auto again at stop.
+func TestDaemon_FakeAMD(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	if err := os.CopyFS(root, os.DirFS(filepath.Join("..", "gpu", "testdata", "amd"))); err != nil {
+		t.Fatal(err)
+	}
+	level := filepath.Join(root, "sys/bus/pci/devices/0000:05:00.0/power_dpm_force_performance_level")
+	td := startDaemonWith(t, t.TempDir(), func(c *Config) {
+		c.CPUSlots, c.GPUs = 0, "auto"
+		c.Measurement.Wait, c.Measurement.SampleEvery, c.Measurement.HealthWait = 100*time.Millisecond, 10*time.Millisecond, 100*time.Millisecond
+		c.Measurement.Clocks = map[string]string{"MI325X": "standard"}
+	}, func(d *Daemon) {
+		d.nvml = &gputest.NVML{InitErr: gpu.ErrNotSupported}
+		d.gpuRoot = root
+	})
+	ctx := t.Context()
+	if b, _ := os.ReadFile(level); strings.TrimSpace(string(b)) != "profile_standard" {
+		t.Errorf("performance level at start = %q, want profile_standard", b)
+	}
+	out, _, code := td.cli(td.token, "gpus")
+	if code != 0 || !strings.Contains(out, "amd driver") || !strings.Contains(out, "MI325X") || !strings.Contains(out, "profile_standard") ||
+		!strings.Contains(out, "52°C 1300 MHz 301 W 0 procs") {
+		t.Errorf("kernelbox gpus = exit %d:\n%s\nwant the MI325X slot with profile_standard and a reading", code, out)
+	}
+	td.loadQuickOn("[MI325X]")
+	sub, err := td.admin.Submit(ctx, SubmitRequest{Leaderboard: "quickgpu", GPU: "MI325X", Mode: "benchmark",
+		Code: []byte("def custom_kernel(xs):\n    return [2 * x for x in xs]\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := td.admin.Wait(ctx, sub.ID, nil)
+	if err != nil || !v.Passed {
+		t.Fatalf("benchmark on the fake MI325X: %+v, %v", v, err)
+	}
+	var tel struct {
+		Gate    *gpu.Telemetry `json:"gate"`
+		Samples int            `json:"samples"`
+		TempMax uint32         `json:"temp_max_c"`
+	}
+	if err := json.Unmarshal(v.Runs[0].Telemetry, &tel); err != nil || tel.Gate == nil || tel.Samples < 2 || tel.TempMax != 52 {
+		t.Errorf("telemetry = %s (%v); want the gate's reading and samples at 52 °C", v.Runs[0].Telemetry, err)
+	}
+	var info map[string]any
+	if err := json.Unmarshal(v.Runs[0].SystemInfo, &info); err != nil || info["clocks"] != "profile_standard" {
+		t.Errorf("system info = %s; want the clock profile profile_standard", v.Runs[0].SystemInfo)
+	}
+	td.stop()
+	if b, _ := os.ReadFile(level); strings.TrimSpace(string(b)) != "auto" {
+		t.Errorf("performance level after stop = %q, want auto", b)
+	}
+}

@@ -57,8 +57,7 @@ func discoverAMD(opt Options) (Inventory, error) {
 		if render <= 0 {
 			continue // a CPU node
 		}
-		loc, domain := props["location_id"], props["domain"]
-		pci := fmt.Sprintf("%04x:%02x:%02x.%x", domain, (loc>>8)&0xff, (loc>>3)&0x1f, loc&0x7)
+		pci := kfdPCI(props)
 		g := GPU{Index: len(inv.GPUs), Vendor: VendorAMD, PCI: pci, NUMANode: pciNUMANode(opt.Root, pci)}
 		if id := props["unique_id"]; id != 0 {
 			g.UUID = fmt.Sprintf("GPU-%016x", uint64(id))
@@ -86,6 +85,13 @@ func discoverAMD(opt Options) (Inventory, error) {
 		inv.GPUs = append(inv.GPUs, g)
 	}
 	return inv, nil
+}
+
+// kfdPCI is a KFD node's PCI address, from its domain and location_id
+// (bus << 8 | device << 3 | function).
+func kfdPCI(props map[string]int64) string {
+	loc, domain := props["location_id"], props["domain"]
+	return fmt.Sprintf("%04x:%02x:%02x.%x", domain, (loc>>8)&0xff, (loc>>3)&0x1f, loc&0x7)
 }
 
 func numeric(s string) int {

@@ -47,15 +47,15 @@ type Monitor struct {
 	mu       sync.Mutex
 	devs     map[string]NVMLDevice // by UUID
 	baseline map[string]uint64     // memory used when idle, at open
-	locked   map[string][2]uint32 // the SM clock range this monitor locked
-	ecc      map[string]uint64   // uncorrectable ECC errors already reported
-	xids     map[string][]uint64 // hardware Xids since the last Health, by UUID
+	locked   map[string][2]uint32  // the SM clock range this monitor locked
+	ecc      map[string]uint64     // uncorrectable ECC errors already reported
+	xids     map[string][]uint64   // hardware Xids since the last Health, by UUID
 	// XidErr says why Xid events are not watched, when they are not.
 	XidErr error
 	// Relocks counts the clock locks the gate had to restore.
 	Relocks atomic.Int64
-	stop   chan struct{}
-	done   chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 // OpenMonitor initialises NVML and keeps it until Close.
@@ -462,8 +462,18 @@ func (m *Monitor) LockClocks(uuid string, lo, hi uint32) error {
 func (m *Monitor) relock(uuid string, t Telemetry) (bool, error) {
 	m.mu.Lock()
 	r, ok := m.locked[uuid]
+	d := m.devs[uuid]
 	m.mu.Unlock()
-	if !ok || t.SMClockMHz == 0 || (t.SMClockMHz >= r[0] && t.SMClockMHz <= r[1]) {
+	if !ok {
+		return false, nil
+	}
+	// A backend whose driver picks the locked clock (AMD's
+	// profile_standard) says itself whether the lock holds.
+	if h, ok := d.(interface{ LockHolds() (bool, error) }); ok {
+		if holds, err := h.LockHolds(); err != nil || holds {
+			return false, err
+		}
+	} else if t.SMClockMHz == 0 || (t.SMClockMHz >= r[0] && t.SMClockMHz <= r[1]) {
 		return false, nil
 	}
 	return true, m.LockClocks(uuid, r[0], r[1])
