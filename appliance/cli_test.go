@@ -157,3 +157,28 @@ func TestEval_NativeProblemWithoutNVCC(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want %d and a message about nvcc", code, stderr, ExitUsage)
 	}
 }
+
+// TestEval_ProfileWithNCU: `kernelbox eval --mode profile --ncu NCU
+// --profile FILE` wraps the harness in ncu (the stand-in of
+// problems/testdata/fakencu), prints the summary and saves the report.
+func TestEval_ProfileWithNCU(t *testing.T) {
+	t.Parallel()
+	testutil.RequireTorch(t)
+	ncu, err := filepath.Abs(filepath.Join("..", "problems", "testdata", "fakencu", "ncu"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "k.ncu-rep")
+	stdout, stderr, code := runCLI(t, "eval", "-p", "vectoradd", "-m", "profile", "--ncu", ncu, "--profile", out,
+		lib("vectoradd", "solutions", "correct", "chunked_add.py"))
+	if code != ExitOK || !strings.Contains(stdout, "Nsight Compute, 3 kernels in the custom_kernel range") || !strings.Contains(stdout, "kernel 1: add_kernel") {
+		t.Fatalf("eval --mode profile --ncu = exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	if b, err := os.ReadFile(out); err != nil || !strings.HasPrefix(string(b), "fake ncu report: --target-processes all --nvtx") {
+		t.Errorf("the saved report = %q, %v", b, err)
+	}
+	if _, stderr, code := runCLI(t, "eval", "-p", "vectoradd", "-m", "profile", "--ncu", "/nonexistent/ncu",
+		lib("vectoradd", "solutions", "correct", "chunked_add.py")); code != ExitUsage || !strings.Contains(stderr, "/nonexistent/ncu") {
+		t.Errorf("eval with a missing ncu = exit %d: %s", code, stderr)
+	}
+}

@@ -16,8 +16,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"kernelbox/gpu"
 	"kernelbox/policies"
 	"kernelbox/problems"
+	"kernelbox/sandbox"
 )
 
 // maxSubmissionBytes matches KernelBot's upload cap.
@@ -39,6 +41,8 @@ func evalCommand() *cli.Command {
 			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show the harness's stdout and stderr"},
 			&cli.BoolFlag{Name: "sandbox", Usage: "run every phase in the sandbox, as the daemon will (needs root)"},
 			&cli.StringSliceFlag{Name: "bind", Usage: "with --sandbox: an extra read-only bind SRC[:DST] (repeatable)"},
+			&cli.StringFlag{Name: "ncu", Usage: "profile mode: the Nsight Compute to run (found by itself on a CUDA device; off for PyTorch's table)"},
+			&cli.StringFlag{Name: "profile", Usage: "profile mode: save ncu's report to `FILE` (.ncu-rep)"},
 			deviceFlag(),
 			pythonFlag(),
 		},
@@ -112,6 +116,22 @@ func runEval(c *cli.Context) error {
 	if err := os.Mkdir(work, 0o755); err != nil {
 		return usageError("eval: %v", err)
 	}
+	// Profile mode runs ncu where there is a CUDA device (or where --ncu
+	// names one, as the tests do on the CPU backend).
+	var profiler *problems.Profiler
+	var profBinds []sandbox.Bind
+	if mode == problems.ModeProfile && c.String("ncu") != "off" && (it.Device == "cuda" || c.IsSet("ncu")) {
+		ncu, err := gpu.FindNCU(c.String("ncu"))
+		if err != nil {
+			if c.IsSet("ncu") {
+				return usageError("eval: %v", err)
+			}
+			fmt.Fprintf(c.App.ErrWriter, "kernelbox eval: %v; profile mode prints PyTorch's table\n", err)
+		} else {
+			profiler = &problems.Profiler{NCU: ncu.Path, MaxKernels: 10}
+			profBinds = []sandbox.Bind{{Source: ncu.Dir}}
+		}
+	}
 	var launcher problems.Launcher = problems.ExecLauncher{}
 	env := os.Environ()
 	if c.Bool("sandbox") {
@@ -119,6 +139,7 @@ func runEval(c *cli.Context) error {
 		if err != nil {
 			return usageError("eval: %v", err)
 		}
+		extra = append(extra, profBinds...)
 		rt, cleanup, err := newOneShotRuntime(slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelWarn})))
 		if err != nil {
 			return usageError("eval --sandbox: %v", err)
@@ -132,10 +153,17 @@ func runEval(c *cli.Context) error {
 		env = sandboxEnv(it.BinDir)
 	}
 	rep, err := problems.Evaluate(c.Context, launcher, task, problems.EvalOptions{
-		Mode: mode, Python: it.Path, Device: it.Device, Seed: seed, Env: env, WorkDir: work, Submission: sub,
+		Mode: mode, Python: it.Path, Device: it.Device, Seed: seed, Env: env, WorkDir: work, Submission: sub, Profiler: profiler,
 	})
 	if err != nil {
 		return &ExitError{Code: ExitUsage, Err: err}
+	}
+	if out := c.String("profile"); out != "" {
+		if rep.Profile == nil || rep.Profile.File == "" {
+			fmt.Fprintf(c.App.ErrWriter, "kernelbox eval: no ncu report to save to %s\n", out)
+		} else if err := copyFile(rep.Profile.File, out); err != nil {
+			return usageError("eval --profile: %v", err)
+		}
 	}
 	w := c.App.Writer
 	if c.Bool("json") {
@@ -155,6 +183,9 @@ func runEval(c *cli.Context) error {
 		}
 		fmt.Fprintf(w, "problem %s · mode %s · device %s · %s\n", task.Name, mode, it.Device, runtime)
 		writeReport(w, rep, c.Bool("verbose"))
+		if p := rep.Profile; p != nil {
+			fmt.Fprintf(w, "Nsight Compute, %d kernels in the %s range:\n%s\n", p.Kernels, problems.NVTXRange, indent(p.Summary, "  "))
+		}
 		if keep {
 			fmt.Fprintf(w, "work directory: %s\n", work)
 		}
@@ -294,4 +325,28 @@ func formatNS(ns float64) string {
 		return fmt.Sprintf("%.3f µs", ns/1e3)
 	}
 	return fmt.Sprintf("%.0f ns", ns)
+}
+
+// copyFile writes src to dst whole or not at all.
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".*")
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(tmp, in)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), dst)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
 }
