@@ -194,6 +194,10 @@ func (d *Daemon) openMonitor(slots []Slot) {
 	}
 	for i := range slots {
 		s := &slots[i]
+		if s.GPU.Parent != "" {
+			s.Clocks = "the parent GPU's (MIG instance: runs are not gated or sampled)"
+			continue
+		}
 		s.Clocks = "default (no clock lock configured for " + s.GPUType + ")"
 		spec, ok := d.cfg.Measurement.Clocks[s.GPUType]
 		if !ok {

@@ -1030,3 +1030,51 @@ func TestDaemon_FakeAMD(t *testing.T) {
 		t.Errorf("performance level after stop = %q, want auto", b)
 	}
 }
+
+// TestDaemon_FakeMIG: an H200 with MIG on is two slots, one per instance;
+// a run on one gets its instance's capability nodes, not its sibling's,
+// with its MIG UUID in CUDA_VISIBLE_DEVICES, and its timings are not gated
+// or sampled (the clocks are the parent's).
+func TestDaemon_FakeMIG(t *testing.T) {
+	t.Parallel()
+	td := startDaemonWith(t, t.TempDir(), func(c *Config) { c.CPUSlots, c.GPUs = 0, "auto" }, func(d *Daemon) {
+		d.nvml = &gputest.NVML{Driver: "580.0", GPUs: []gputest.GPU{{Name: "NVIDIA H200", UUID: "GPU-aaaa", Minor: 0,
+			PCI: "00000000:00:06.0", NUMA: -1, MIG: []gpu.MIGDevice{
+				{UUID: "MIG-1111", Name: "NVIDIA H200 MIG 3g.71gb", GI: 1, CI: 0},
+				{UUID: "MIG-2222", Name: "NVIDIA H200 MIG 3g.71gb", GI: 2, CI: 0},
+			}}}}
+		d.gpuRoot = filepath.Join("..", "gpu", "testdata", "nvidia")
+	})
+	ctx := t.Context()
+	h, err := td.admin.Health(ctx)
+	if err != nil || h.GPUs["H200-MIG-3g.71gb"] != 2 {
+		t.Fatalf("Health() = %+v, %v; want 2 slots of H200-MIG-3g.71gb", h, err)
+	}
+	td.loadQuickOn("[H200-MIG-3g.71gb]")
+	probe := []byte(`import os
+print("VISIBLE", os.environ.get("CUDA_VISIBLE_DEVICES"))
+print("CAPS", " ".join(sorted(os.listdir("/dev/nvidia-caps"))))
+def custom_kernel(xs):
+    return [2 * x for x in xs]
+`)
+	sub, err := td.admin.Submit(ctx, SubmitRequest{Leaderboard: "quickgpu", Mode: "benchmark", Code: probe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := td.admin.Wait(ctx, sub.ID, nil)
+	if err != nil || !v.Passed {
+		t.Fatalf("a run on a MIG instance: %+v, %v", v, err)
+	}
+	var rep problems.Report
+	if err := json.Unmarshal(v.Runs[0].Report, &rep); err != nil {
+		t.Fatal(err)
+	}
+	stdout := rep.Phases[len(rep.Phases)-1].Stdout
+	want := map[string]string{"MIG-1111": "CAPS nvidia-cap12 nvidia-cap13\n", "MIG-2222": "CAPS nvidia-cap21 nvidia-cap22\n"}[v.Runs[0].GPUID]
+	if want == "" || !strings.Contains(stdout, "VISIBLE "+v.Runs[0].GPUID+"\n") || !strings.Contains(stdout, want) {
+		t.Errorf("run on %s printed %q; want its MIG UUID and %q", v.Runs[0].GPUID, stdout, want)
+	}
+	if len(v.Runs[0].Telemetry) != 0 {
+		t.Errorf("a MIG run has telemetry %s; its readings would be its parent's", v.Runs[0].Telemetry)
+	}
+}

@@ -58,7 +58,8 @@ func gpuSlots(inv gpu.Inventory, allowed []int) []Slot {
 			s.Cpuset = strings.Join(ids, ",")
 		}
 		for _, o := range inv.GPUs {
-			if o.UUID != g.UUID && o.ProcDir != "" {
+			// MIG siblings share their parent's directory, which is theirs too.
+			if o.ProcDir != "" && o.ProcDir != g.ProcDir && !slices.Contains(s.Mask, o.ProcDir) {
 				s.Mask = append(s.Mask, o.ProcDir)
 			}
 		}
@@ -228,7 +229,7 @@ func (r *runner) states() []SlotState {
 		if j, ok := r.busy.Load(s.ID); ok {
 			st.State, st.Job = "running", j.(int64)
 		}
-		if s.GPU != nil && r.monitor != nil {
+		if r.measured(s) {
 			if t, err := r.monitor.Read(s.GPU.UUID); err == nil {
 				st.Now = &t
 			}
@@ -238,13 +239,20 @@ func (r *runner) states() []SlotState {
 	return out
 }
 
+// measured says whether the slot's runs are gated, sampled and checked.
+// A MIG instance is not: its clocks, heat and power are its parent's,
+// shared with its siblings' runs, and NVML answers them for the parent.
+func (r *runner) measured(s Slot) bool {
+	return s.GPU != nil && s.GPU.Parent == "" && r.monitor != nil
+}
+
 // checkHealth looks at a GPU after a job: every process of the run gone and
 // its memory back at the idle baseline, within a short wait, and no
 // hardware trouble (Xid, ECC, row remapping; gpu.Monitor.Health). A GPU that
 // does not come back is drained: the jobs of its type go to the others,
 // and an operator looks (`kernelbox gpus`, `kernelbox admin gpu undrain`).
 func (r *runner) checkHealth(log *slog.Logger, slot Slot, job int64) {
-	if slot.GPU == nil || r.monitor == nil || r.hard.Err() != nil {
+	if !r.measured(slot) || r.hard.Err() != nil {
 		return
 	}
 	cfg := r.measure.gateConfig()
@@ -439,7 +447,7 @@ func (r *runner) handle(log *slog.Logger, slot Slot, l *queue.Lease) {
 	// A timed run on a GPU waits for the GPU to be fit for it; a GPU that
 	// does not become so is the box's failure, retried later elsewhere or
 	// again, never a verdict on the submission.
-	timed := slot.GPU != nil && r.monitor != nil && problems.Mode(rc.Run.Mode) != problems.ModeTest
+	timed := r.measured(slot) && problems.Mode(rc.Run.Mode) != problems.ModeTest
 	var before *gpu.Telemetry
 	if timed && r.measure.Gate {
 		tel, err := r.monitor.Gate(runCtx, slot.GPU.UUID, r.measure.gateConfig())
@@ -452,7 +460,7 @@ func (r *runner) handle(log *slog.Logger, slot Slot, l *queue.Lease) {
 		before = &tel
 	}
 	var sampler *gpu.Sampler
-	if slot.GPU != nil && r.monitor != nil {
+	if r.measured(slot) {
 		sampler = r.monitor.Sample(slot.GPU.UUID, r.measure.SampleEvery, r.measure.throttleMask())
 	}
 	begin := time.Now()

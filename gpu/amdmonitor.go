@@ -211,3 +211,7 @@ func readUint(path string) (uint64, error) {
 	}
 	return strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
 }
+
+// MIGDevices: AMD partitions (CPX/NPS modes) appear as KFD nodes of their
+// own, which discovery already lists.
+func (d *amdDevice) MIGDevices() ([]MIGDevice, error) { return nil, nil }

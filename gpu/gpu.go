@@ -48,6 +48,10 @@ type GPU struct {
 	// VisibleEnv names the GPU for the runtime inside the sandbox, for
 	// convenience only: the boundary is the device nodes.
 	VisibleEnv []string `json:"visible_env,omitempty"`
+	// Parent is the physical GPU's UUID when this is a MIG instance. Its
+	// clocks, temperature and power are the parent's, shared with its
+	// sibling instances.
+	Parent string `json:"parent,omitempty"`
 }
 
 // Inventory is what Discover found.

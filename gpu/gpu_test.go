@@ -40,6 +40,53 @@ func TestDiscover_NVIDIA(t *testing.T) {
 	}
 }
 
+// TestDiscover_MIG: a GPU with MIG on is offered as its instances, each
+// with the parent's nodes plus the capability nodes of its GPU and compute
+// instance, a type naming the profile, and the parent's UUID; a GPU with
+// MIG off beside it stays whole.
+func TestDiscover_MIG(t *testing.T) {
+	t.Parallel()
+	fake := &gputest.NVML{Driver: "580.159.04", GPUs: []gputest.GPU{
+		{Name: "NVIDIA H200", UUID: "GPU-aaaa", Minor: 0, Memory: 150 << 30, PCI: "00000000:00:06.0", NUMA: -1, MIG: []gpu.MIGDevice{
+			{UUID: "MIG-1111", Name: "NVIDIA H200 MIG 3g.71gb", Memory: 71 << 30, GI: 1, CI: 0},
+			{UUID: "MIG-2222", Name: "NVIDIA H200 MIG 1g.18gb", Memory: 18 << 30, GI: 2, CI: 0},
+		}},
+		{Name: "NVIDIA H200", UUID: "GPU-bbbb", Minor: 1, Memory: 150 << 30, PCI: "00000000:00:07.0", NUMA: 1},
+	}}
+	inv := gpu.Discover(t.Context(), gpu.Options{NVML: fake, Root: "testdata/nvidia", Aliases: map[string]string{"NVIDIA H200 MIG 1g.18gb": "H200-small"}})
+	if len(inv.GPUs) != 3 {
+		t.Fatalf("Discover = %+v, want two MIG instances and one whole GPU", inv)
+	}
+	base := []gpu.Node{{Path: "/dev/nvidia0", Type: 'c', Major: 195, Minor: 0}, {Path: "/dev/nvidiactl", Type: 'c', Major: 195, Minor: 255},
+		{Path: "/dev/nvidia-uvm", Type: 'c', Major: 509, Minor: 0}}
+	want := gpu.GPU{Index: 0, UUID: "MIG-1111", Name: "NVIDIA H200 MIG 3g.71gb", Type: "H200-MIG-3g.71gb", Vendor: gpu.VendorNVIDIA,
+		Memory: 71 << 30, PCI: "0000:00:06.0", NUMANode: 0, CPUs: "0-7",
+		Nodes: append(append([]gpu.Node(nil), base...), gpu.Node{Path: "/dev/nvidia-caps/nvidia-cap12", Type: 'c', Major: 510, Minor: 12},
+			gpu.Node{Path: "/dev/nvidia-caps/nvidia-cap13", Type: 'c', Major: 510, Minor: 13}),
+		ProfilingNodes: []gpu.Node{{Path: "/dev/nvidia-uvm-tools", Type: 'c', Major: 509, Minor: 1}},
+		ProcDir:        "/proc/driver/nvidia/gpus/0000:00:06.0",
+		VisibleEnv:     []string{"CUDA_VISIBLE_DEVICES=MIG-1111"},
+		Parent:         "GPU-aaaa",
+	}
+	if diff := cmp.Diff(want, inv.GPUs[0]); diff != "" {
+		t.Errorf("MIG instance 0 (-want +got):\n%s", diff)
+	}
+	if g := inv.GPUs[1]; g.Type != "H200-small" || g.Index != 1 || g.Nodes[3].Minor != 21 || g.Nodes[4].Minor != 22 {
+		t.Errorf("MIG instance 1 = %+v; want the alias and caps 21, 22", g)
+	}
+	if g := inv.GPUs[2]; g.UUID != "GPU-bbbb" || g.Index != 2 || g.Parent != "" || g.Type != "H200" {
+		t.Errorf("the whole GPU = %+v", g)
+	}
+
+	// An instance the driver's table does not know is an error, not a
+	// GPU without its capability nodes (which CUDA would refuse).
+	fake.GPUs[0].MIG[1].GI = 9
+	if inv := gpu.Discover(t.Context(), gpu.Options{NVML: fake, Root: "testdata/nvidia"}); len(inv.GPUs) != 0 ||
+		!strings.Contains(strings.Join(inv.Notes, ";"), "no gpu0/gi9/access") {
+		t.Errorf("an instance without caps = %+v", inv)
+	}
+}
+
 func TestDiscover_AMD(t *testing.T) {
 	t.Parallel()
 	noDriver := &gputest.NVML{InitErr: errors.New("nvml: library not found")}

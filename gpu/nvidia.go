@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -37,6 +39,14 @@ type XidEvents interface {
 // ErrNoEvent is XidEvents.Wait's answer when no event came in time.
 var ErrNoEvent = errors.New("no event")
 
+// MIGDevice is one MIG instance (a GPU instance and its compute instance).
+type MIGDevice struct {
+	UUID   string // MIG-...
+	Name   string // NVIDIA H200 MIG 1g.18gb
+	Memory uint64
+	GI, CI int // the GPU and compute instance ids, which name its capability nodes
+}
+
 // RemappedRows is the memory row remapping state of a GPU (Ampere on).
 type RemappedRows struct {
 	Correctable, Uncorrectable int
@@ -63,6 +73,10 @@ type NVMLDevice interface {
 	ComputeProcesses() ([]uint32, error) // host pids
 	SetLockedClocks(minMHz, maxMHz uint32) error
 	ResetLockedClocks() error
+
+	// MIGDevices lists the GPU's MIG instances; none (and no error) when
+	// MIG is off or the GPU has no MIG.
+	MIGDevices() ([]MIGDevice, error)
 
 	// Health, between jobs.
 	ECCUncorrected() (uint64, error) // volatile count, since the driver loaded
@@ -136,9 +150,82 @@ func discoverNVIDIA(_ context.Context, opt Options) (Inventory, error) {
 			g.ProfilingNodes = []Node{uvmTools}
 		}
 		g.VisibleEnv = []string{"CUDA_VISIBLE_DEVICES=" + g.UUID, "CUDA_DEVICE_ORDER=PCI_BUS_ID"}
-		inv.GPUs = append(inv.GPUs, g)
+		migs, err := d.MIGDevices()
+		if err != nil && !errors.Is(err, ErrNotSupported) {
+			return Inventory{}, fmt.Errorf("GPU %d MIG instances: %w", i, err)
+		}
+		if len(migs) == 0 {
+			g.Index = len(inv.GPUs)
+			inv.GPUs = append(inv.GPUs, g)
+			continue
+		}
+		// With MIG on, the instances are the GPUs: the whole one is not
+		// offered beside them.
+		for _, mi := range migs {
+			mg, err := migGPU(opt, devices, g, minor, mi)
+			if err != nil {
+				return Inventory{}, fmt.Errorf("GPU %d MIG %s: %w", i, mi.UUID, err)
+			}
+			mg.Index = len(inv.GPUs)
+			inv.GPUs = append(inv.GPUs, mg)
+		}
 	}
 	return inv, nil
+}
+
+// migGPU is a MIG instance as a GPU of its own: the parent's nodes plus
+// the capability nodes of its GPU and compute instance
+// (/proc/driver/nvidia-caps/mig-minors names their minors), as NVIDIA's
+// container toolkit gives a container.
+func migGPU(opt Options, devices map[string]int64, parent GPU, minor int, mi MIGDevice) (GPU, error) {
+	g := parent
+	g.UUID, g.Name, g.Memory, g.Parent = mi.UUID, mi.Name, mi.Memory, parent.UUID
+	profile := mi.Name
+	if _, p, ok := strings.Cut(mi.Name, " MIG "); ok {
+		profile = p
+	}
+	g.Type = TypeOf(parent.Name, opt.Aliases) + "-MIG-" + profile
+	if t, ok := opt.Aliases[mi.Name]; ok {
+		g.Type = t
+	}
+	minors, err := migMinors(opt.Root)
+	if err != nil {
+		return GPU{}, err
+	}
+	g.Nodes = append([]Node(nil), parent.Nodes...)
+	for _, key := range []string{fmt.Sprintf("gpu%d/gi%d/access", minor, mi.GI), fmt.Sprintf("gpu%d/gi%d/ci%d/access", minor, mi.GI, mi.CI)} {
+		m, ok := minors[key]
+		if !ok {
+			return GPU{}, fmt.Errorf("no %s in /proc/driver/nvidia-caps/mig-minors", key)
+		}
+		n, err := charNode(opt.Root, fmt.Sprintf("/dev/nvidia-caps/nvidia-cap%d", m), devices["nvidia-caps"], m)
+		if err != nil {
+			return GPU{}, err
+		}
+		g.Nodes = append(g.Nodes, n)
+	}
+	g.VisibleEnv = []string{"CUDA_VISIBLE_DEVICES=" + g.UUID}
+	return g, nil
+}
+
+// migMinors reads the driver's table of MIG capability minors: lines like
+// "gpu0/gi1/ci0/access 14".
+func migMinors(root string) (map[string]int64, error) {
+	b, err := os.ReadFile(filepath.Join(root, "proc/driver/nvidia-caps/mig-minors"))
+	if err != nil {
+		return nil, fmt.Errorf("MIG capability minors: %w", err)
+	}
+	out := map[string]int64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		if n, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+			out[f[0]] = n
+		}
+	}
+	return out, nil
 }
 
 // normalPCI writes a bus id as the kernel does, 0000:00:06.0: NVML gives

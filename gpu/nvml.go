@@ -216,3 +216,43 @@ func (d *realDevice) Violations() (uint64, uint64, error) {
 	}
 	return th.ViolationTime, pw.ViolationTime, nil
 }
+
+func (d *realDevice) MIGDevices() ([]MIGDevice, error) {
+	cur, _, r := d.d.GetMigMode()
+	if err := d.n.nvmlErr(r); err != nil || cur != nvml.DEVICE_MIG_ENABLE {
+		return nil, err
+	}
+	n, r := d.d.GetMaxMigDeviceCount()
+	if err := d.n.nvmlErr(r); err != nil {
+		return nil, err
+	}
+	var out []MIGDevice
+	for i := range n {
+		m, r := d.d.GetMigDeviceHandleByIndex(i)
+		if r == nvml.ERROR_NOT_FOUND || r == nvml.ERROR_INVALID_ARGUMENT {
+			continue // a slot with no instance in it
+		}
+		if err := d.n.nvmlErr(r); err != nil {
+			return nil, err
+		}
+		var md MIGDevice
+		var errs []error
+		var e nvml.Return
+		md.UUID, e = m.GetUUID()
+		errs = append(errs, d.n.nvmlErr(e))
+		md.Name, e = m.GetName()
+		errs = append(errs, d.n.nvmlErr(e))
+		mem, e := m.GetMemoryInfo()
+		errs = append(errs, d.n.nvmlErr(e))
+		md.Memory = mem.Total
+		md.GI, e = m.GetGpuInstanceId()
+		errs = append(errs, d.n.nvmlErr(e))
+		md.CI, e = m.GetComputeInstanceId()
+		errs = append(errs, d.n.nvmlErr(e))
+		if err := errors.Join(errs...); err != nil {
+			return nil, fmt.Errorf("MIG device %d: %w", i, err)
+		}
+		out = append(out, md)
+	}
+	return out, nil
+}

@@ -108,6 +108,8 @@ type GPU struct {
 	NoECC bool
 	// ThermalNs and PowerNs are the violation counters.
 	ThermalNs, PowerNs uint64
+	// MIG are the GPU's MIG instances (MIG on when any).
+	MIG []gpu.MIGDevice
 }
 
 var _ gpu.NVML = (*NVML)(nil)
@@ -235,4 +237,8 @@ func (d device) Violations() (uint64, uint64, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.g.ThermalNs, d.g.PowerNs, nil
+}
+
+func (d device) MIGDevices() ([]gpu.MIGDevice, error) {
+	return get(d, func(g *GPU) []gpu.MIGDevice { return append([]gpu.MIGDevice(nil), g.MIG...) }), nil
 }
