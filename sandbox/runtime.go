@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -206,10 +207,57 @@ func (r *Runtime) Run(ctx context.Context, s Spec) (*Result, error) {
 
 	limit := s.Limits.OutputBytes
 	stdout, stderr, result := &capWriter{limit: limit}, &capWriter{limit: limit}, &capWriter{limit: limit}
+	// The streams are pipes of our own, read here. Given a plain writer,
+	// os/exec would copy runc init's output itself and its Wait would wait
+	// for that copy, which never ends when init's first stage fails while
+	// a later stage still holds the pipe: container.Run hung there, under
+	// load, and the slot with it.
+	var outputs sync.WaitGroup
+	var reads []*os.File
+	pipeTo := func(dst io.Writer) (*os.File, error) {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		reads = append(reads, r)
+		outputs.Add(1)
+		go func() {
+			defer outputs.Done()
+			_, _ = io.Copy(dst, r)
+		}()
+		return w, nil
+	}
+	// drain waits for the copies, then cuts off any writer still holding
+	// a pipe (a process the run left behind outside its namespace).
+	drain := func() {
+		done := make(chan struct{})
+		go func() { outputs.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(2 * time.Second):
+			for _, r := range reads {
+				r.Close()
+			}
+			<-done
+		}
+		for _, r := range reads {
+			r.Close()
+		}
+	}
+	outW, err := pipeTo(stdout)
+	if err != nil {
+		return fail("stdout pipe", err)
+	}
+	errW, err := pipeTo(stderr)
+	if err != nil {
+		outW.Close()
+		drain()
+		return fail("stderr pipe", err)
+	}
 	env := append([]string(nil), s.Env...)
 	proc := &libcontainer.Process{
 		Args: s.Args, Env: env, UID: s.UID, GID: s.GID, Cwd: "/work",
-		Stdout: stdout, Stderr: stderr, Init: true,
+		Stdout: outW, Stderr: errW, Init: true,
 	}
 	var pr, pw *os.File
 	if s.ResultPipe {
@@ -221,11 +269,16 @@ func (r *Runtime) Run(ctx context.Context, s Spec) (*Result, error) {
 		proc.Env = append(proc.Env, "POPCORN_FD=3")
 	}
 	start := time.Now()
-	if err := container.Run(proc); err != nil {
+	runErr := container.Run(proc)
+	outW.Close() // the container has its own copies now
+	errW.Close()
+	if runErr != nil {
 		if pw != nil {
 			pw.Close()
 		}
-		return fail("start", err)
+		_ = container.Signal(unix.SIGKILL)
+		drain()
+		return fail("start", runErr)
 	}
 	readDone := make(chan struct{})
 	if pw != nil {
@@ -270,6 +323,7 @@ func (r *Runtime) Run(ctx context.Context, s Spec) (*Result, error) {
 		pr.Close()
 		<-readDone
 	}
+	drain()
 	if state, err := container.State(); err != nil {
 		r.logger.Warn("container state", "container", id, "err", err)
 	} else if state.Config.Cgroups != nil {
