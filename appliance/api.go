@@ -78,6 +78,8 @@ func (a *API) Handler() http.Handler {
 	staff("POST /api/admin/problems", a.adminProblems)
 	staff("PATCH /api/admin/leaderboards/{name}", a.adminLeaderboard)
 	staff("POST /api/admin/submissions/{id}/hacked", a.adminHacked)
+	staff("GET /api/admin/review", a.adminFlagged)
+	staff("POST /api/admin/submissions/{id}/review", a.adminReview)
 	staff("DELETE /api/admin/submissions/{id}", a.adminDelete)
 	staff("POST /api/admin/gpus/{id}/drain", a.adminDrain)
 	staff("POST /api/admin/gpus/{id}/undrain", a.adminUndrain)
@@ -664,6 +666,38 @@ func (a *API) adminHacked(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := a.svc.store.SetHacked(r.Context(), id, req.Hacked); err != nil {
+		return err
+	}
+	sub, err := a.svc.store.Submission(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, sub)
+}
+
+func (a *API) adminFlagged(w http.ResponseWriter, r *http.Request) error {
+	subs, err := a.svc.store.Flagged(r.Context())
+	if err != nil {
+		return err
+	}
+	if subs == nil {
+		subs = []*Submission{}
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"submissions": subs})
+}
+
+func (a *API) adminReview(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Review string `json:"review"`
+	}
+	if err := decodeJSON(r, w, &req); err != nil {
+		return err
+	}
+	if err := a.svc.store.SetReview(r.Context(), id, req.Review); err != nil {
 		return err
 	}
 	sub, err := a.svc.store.Submission(r.Context(), id)

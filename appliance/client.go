@@ -363,6 +363,20 @@ func (c *Client) MarkHacked(ctx context.Context, id int64, hacked bool) (*Submis
 	return &out, c.sendJSON(ctx, http.MethodPost, fmt.Sprintf("/api/admin/submissions/%d/hacked", id), map[string]bool{"hacked": hacked}, &out)
 }
 
+// Flagged lists the submissions the scanner flagged, awaiting review (staff).
+func (c *Client) Flagged(ctx context.Context) ([]*Submission, error) {
+	var out struct {
+		Submissions []*Submission `json:"submissions"`
+	}
+	return out.Submissions, c.getJSON(ctx, "/api/admin/review", nil, &out)
+}
+
+// Review clears a flagged submission or confirms it as a cheat (staff).
+func (c *Client) Review(ctx context.Context, id int64, review string) (*Submission, error) {
+	var out Submission
+	return &out, c.sendJSON(ctx, http.MethodPost, fmt.Sprintf("/api/admin/submissions/%d/review", id), map[string]string{"review": review}, &out)
+}
+
 // DeleteSubmission deletes a submission (staff).
 func (c *Client) DeleteSubmission(ctx context.Context, id int64) error {
 	return c.do(ctx, http.MethodDelete, fmt.Sprintf("/api/admin/submissions/%d", id), nil, nil, "", nil)

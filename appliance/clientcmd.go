@@ -889,6 +889,42 @@ func adminCommand() *cli.Command {
 				},
 			},
 			{
+				Name:  "review",
+				Usage: "list the submissions the scanner flagged; clear one (back in the rankings) or confirm it (hacked)",
+				Flags: clientFlags(jsonFlag()),
+				Action: func(c *cli.Context) error {
+					cl, err := client(c)
+					if err != nil {
+						return err
+					}
+					subs, err := cl.Flagged(c.Context)
+					if err != nil {
+						return clientError(err)
+					}
+					if c.Bool("json") {
+						return printJSON(c.App.Writer, map[string]any{"submissions": subs})
+					}
+					if len(subs) == 0 {
+						fmt.Fprintln(c.App.Writer, "no submission waits for review")
+						return nil
+					}
+					tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "ID\tUSER\tLEADERBOARD\tGPU\tSTATUS\tFINDINGS")
+					for _, s := range subs {
+						var fs []string
+						for _, f := range s.Findings {
+							fs = append(fs, fmt.Sprintf("%s line %d: %s", f.Rule, f.Line, f.Text))
+						}
+						fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.User, s.Leaderboard, s.GPUType, s.Status, strings.Join(fs, "; "))
+					}
+					return tw.Flush()
+				},
+				Subcommands: []*cli.Command{
+					reviewCommand("clear", ReviewCleared, "the flag was a false alarm: put the submission back in the rankings"),
+					reviewCommand("confirm", ReviewConfirmed, "the submission cheats: mark it hacked"),
+				},
+			},
+			{
 				Name:      "hacked",
 				Usage:     "mark a submission as hacked (out of the rankings), or --clear it",
 				ArgsUsage: "ID",
@@ -1097,4 +1133,26 @@ func saveProfile(ctx context.Context, cl *Client, id int64, path string) error {
 		return clientError(err)
 	}
 	return nil
+}
+
+func reviewCommand(name, review, usage string) *cli.Command {
+	return &cli.Command{
+		Name: name, Usage: usage, ArgsUsage: "ID", Flags: clientFlags(),
+		Action: func(c *cli.Context) error {
+			id, err := strconv.ParseInt(c.Args().First(), 10, 64)
+			if c.NArg() != 1 || err != nil {
+				return usageError("admin review %s: give one submission ID", name)
+			}
+			cl, err := client(c)
+			if err != nil {
+				return err
+			}
+			sub, err := cl.Review(c.Context, id, review)
+			if err != nil {
+				return clientError(err)
+			}
+			fmt.Fprintf(c.App.Writer, "submission %d: %s (hacked: %v)\n", sub.ID, sub.Review, sub.Hacked)
+			return nil
+		},
+	}
 }

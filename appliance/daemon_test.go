@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -1076,5 +1077,84 @@ def custom_kernel(xs):
 	}
 	if len(v.Runs[0].Telemetry) != 0 {
 		t.Errorf("a MIG run has telemetry %s; its readings would be its parent's", v.Runs[0].Telemetry)
+	}
+}
+
+// TestDaemon_Scanner: a timed submission that patches the harness's timer
+// is refused with the rule and line; the same code in test mode is not
+// scanned; one that starts a thread is accepted but flagged, kept out of
+// the ranking until an organiser clears it, and a confirmed one is marked
+// hacked.
+func TestDaemon_Scanner(t *testing.T) {
+	t.Parallel()
+	td := startDaemon(t, t.TempDir(), nil)
+	td.loadQuick()
+	ctx := t.Context()
+	alice, aliceToken := td.user("alice")
+	bob, _ := td.user("bob")
+	patch := []byte("import time\ntime.perf_counter_ns = lambda: 0\ndef custom_kernel(xs):\n    return [2 * x for x in xs]\n")
+	_, err := alice.Submit(ctx, SubmitRequest{Leaderboard: "quick", Mode: "leaderboard", Code: patch})
+	if ErrorCode(err) != CodeForbidden || !strings.Contains(err.Error(), "TIMER_PATCH (line 2: time.perf_counter_ns = lambda: 0)") {
+		t.Errorf("a timer patch in leaderboard mode = %v; want refused, naming the rule and line", err)
+	}
+	if sub, err := alice.Submit(ctx, SubmitRequest{Leaderboard: "quick", Mode: "test", Code: patch}); err != nil || len(sub.Findings) != 0 {
+		t.Errorf("the same in test mode = %+v, %v; want accepted, not scanned", sub, err)
+	}
+
+	threaded := []byte("import threading\ndef custom_kernel(xs):\n    return [2 * x for x in xs]\n")
+	flagged, err := alice.Submit(ctx, SubmitRequest{Leaderboard: "quick", Mode: "leaderboard", Code: threaded})
+	if err != nil || flagged.Review != ReviewFlagged || len(flagged.Findings) != 1 || flagged.Findings[0].Rule != "THREADS" {
+		t.Fatalf("a threaded submission = %+v, %v; want accepted and flagged THREADS", flagged, err)
+	}
+	honest, err := bob.Submit(ctx, SubmitRequest{Leaderboard: "quick", Mode: "leaderboard", Code: []byte("SCALE = 3\ndef custom_kernel(xs):\n    return [2 * x for x in xs]\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int64{flagged.ID, honest.ID} {
+		if v, err := td.admin.Wait(ctx, id, nil); err != nil || !v.Passed {
+			t.Fatalf("submission %d: %+v, %v", id, v, err)
+		}
+	}
+	users := func() []string {
+		r, err := td.admin.Ranking(ctx, "quick", "cpu")
+		if err != nil || len(r.Rankings) != 1 {
+			t.Fatalf("ranking = %+v, %v", r, err)
+		}
+		var out []string
+		for _, row := range r.Rankings[0].Rows {
+			out = append(out, row.User)
+		}
+		return out
+	}
+	if got := users(); !slices.Equal(got, []string{"bob"}) {
+		t.Errorf("ranking with alice's flagged submission = %v, want bob only", got)
+	}
+	out, _, code := td.cli(td.token, "admin", "review")
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("%d   alice", flagged.ID)) || !strings.Contains(out, "THREADS line 1: import threading") {
+		t.Errorf("admin review = exit %d:\n%s", code, out)
+	}
+	if _, errOut, code := td.cli(aliceToken, "admin", "review", "clear", strconv.FormatInt(flagged.ID, 10)); code == 0 {
+		t.Errorf("a contestant cleared her own flag: %s", errOut)
+	}
+	if _, errOut, code := td.cli(td.token, "admin", "review", "clear", strconv.FormatInt(honest.ID, 10)); code == 0 || !strings.Contains(errOut, "was not flagged") {
+		t.Errorf("clearing an unflagged submission = exit %d: %s", code, errOut)
+	}
+	if _, errOut, code := td.cli(td.token, "admin", "review", "clear", strconv.FormatInt(flagged.ID, 10)); code != 0 {
+		t.Fatalf("admin review clear = exit %d: %s", code, errOut)
+	}
+	if got := users(); !slices.Equal(got, []string{"alice", "bob"}) {
+		t.Errorf("ranking after the clear = %v, want alice (faster) then bob", got)
+	}
+	if _, errOut, code := td.cli(td.token, "admin", "review", "confirm", strconv.FormatInt(flagged.ID, 10)); code != 0 {
+		t.Fatalf("admin review confirm = exit %d: %s", code, errOut)
+	}
+	if s, err := td.admin.Submission(ctx, flagged.ID, false); err != nil || !s.Hacked || s.Review != ReviewConfirmed {
+		t.Errorf("after confirm: %+v, %v; want hacked and confirmed", s, err)
+	}
+	if got := users(); !slices.Equal(got, []string{"bob"}) {
+		t.Errorf("ranking after the confirm = %v, want bob only", got)
+	}
+	if out, _, _ := td.cli(td.token, "admin", "review"); !strings.Contains(out, "no submission waits for review") {
+		t.Errorf("admin review after both = %s", out)
 	}
 }

@@ -282,7 +282,8 @@ type RankRow struct {
 
 // Ranking returns the per-user best of a leaderboard on one GPU type. Only
 // passed leaderboard-mode submissions whose secret twin also passed have a
-// score; hacked ones and banned users are left out. Equal scores share a
+// score; hacked ones, flagged ones awaiting review and banned users are
+// left out. Equal scores share a
 // rank, and the earlier submission is a user's best among equal ones.
 func (s *Store) Ranking(ctx context.Context, lbID int64, gpuType string) ([]RankRow, error) {
 	rows, err := s.db.QueryContext(ctx, `WITH best AS (
@@ -290,7 +291,7 @@ func (s *Store) Ranking(ctx context.Context, lbID int64, gpuType string) ([]Rank
 			       ROW_NUMBER() OVER (PARTITION BY s.user_id ORDER BY s.score, s.id) AS n
 			FROM submissions s JOIN users u ON u.id = s.user_id
 			WHERE s.leaderboard_id = ? AND s.gpu_type = ? AND s.score IS NOT NULL AND s.passed = 1
-			  AND s.hacked = 0 AND u.banned = 0)
+			  AND s.hacked = 0 AND s.review != 'flagged' AND u.banned = 0)
 		SELECT RANK() OVER (ORDER BY b.score), u.name, b.score, b.id, b.created_ms
 		FROM best b JOIN users u ON u.id = b.user_id WHERE b.n = 1
 		ORDER BY b.score, b.id`, lbID, gpuType)

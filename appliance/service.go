@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"kernelbox/policies"
 	"kernelbox/problems"
 	"kernelbox/queue"
 )
@@ -225,8 +226,23 @@ func (s *Service) Submit(ctx context.Context, u *User, req SubmitRequest) (*Subm
 	if load.Queued+runs > s.cfg.MaxQueuedPerUser {
 		return nil, Errorf(CodeExhausted, "you have %d jobs waiting, and the cap is %d: wait for some to finish", load.Queued, s.cfg.MaxQueuedPerUser)
 	}
+	// The scanner reads timed submissions; test mode ranks nothing.
+	var findings []policies.Finding
+	if mode != problems.ModeTest {
+		findings = policies.Scan(req.Code)
+		if policies.Worst(findings) == policies.ScanReject {
+			var why []string
+			for _, f := range findings {
+				if f.Verdict == policies.ScanReject {
+					why = append(why, f.String())
+				}
+			}
+			s.log.Info("submission refused by the scanner", logUser, u.Name, "leaderboard", lb.Name, "rules", len(why))
+			return nil, Errorf(CodeForbidden, "the scanner refuses this submission: %s", strings.Join(why, "; "))
+		}
+	}
 	sub, err := s.store.CreateSubmission(ctx, NewSubmission{Leaderboard: lb, User: u, FileName: filepath.Base(req.FileName),
-		Code: req.Code, GPUType: gpu, Mode: string(mode), Category: category, Secret: mode == problems.ModeLeaderboard})
+		Code: req.Code, GPUType: gpu, Mode: string(mode), Category: category, Secret: mode == problems.ModeLeaderboard, Findings: findings})
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"kernelbox/policies"
 )
 
 // Submission statuses. done means evaluated (passed or not); failed means
@@ -27,22 +29,26 @@ const runError = "error"
 
 // Submission is one uploaded file and what became of it.
 type Submission struct {
-	ID          int64       `json:"id"`
-	Leaderboard string      `json:"leaderboard"`
-	User        string      `json:"user"`
-	FileName    string      `json:"file_name"`
-	SHA256      string      `json:"sha256"`
-	GPUType     string      `json:"gpu"`
-	Mode        string      `json:"mode"`
-	Category    string      `json:"category"`
-	Status      string      `json:"status"`
-	Passed      bool        `json:"passed"`
-	Score       *float64    `json:"score"`
-	Reason      string      `json:"reason,omitempty"`
-	Hacked      bool        `json:"hacked,omitempty"`
-	Created     time.Time   `json:"created"`
-	Finished    time.Time   `json:"finished,omitzero"`
-	Runs        []RunRecord `json:"runs,omitempty"`
+	ID          int64    `json:"id"`
+	Leaderboard string   `json:"leaderboard"`
+	User        string   `json:"user"`
+	FileName    string   `json:"file_name"`
+	SHA256      string   `json:"sha256"`
+	GPUType     string   `json:"gpu"`
+	Mode        string   `json:"mode"`
+	Category    string   `json:"category"`
+	Status      string   `json:"status"`
+	Passed      bool     `json:"passed"`
+	Score       *float64 `json:"score"`
+	Reason      string   `json:"reason,omitempty"`
+	Hacked      bool     `json:"hacked,omitempty"`
+	// Review is the scanner's and the organisers' say: "" (nothing
+	// found), flagged (kept out of the rankings), cleared or confirmed.
+	Review   string             `json:"review,omitempty"`
+	Findings []policies.Finding `json:"findings,omitempty"`
+	Created  time.Time          `json:"created"`
+	Finished time.Time          `json:"finished,omitzero"`
+	Runs     []RunRecord        `json:"runs,omitempty"`
 
 	userID, leaderboardID int64
 }
@@ -89,6 +95,9 @@ type NewSubmission struct {
 	Category    string
 	// Secret asks for the secret-seed twin run (leaderboard mode).
 	Secret bool
+	// Findings are the scanner's; a flag among them holds the submission
+	// out of the rankings until an organiser reviews it.
+	Findings []policies.Finding
 }
 
 // CreateSubmission stores the code (once per content), the submission and
@@ -99,14 +108,25 @@ func (s *Store) CreateSubmission(ctx context.Context, ns NewSubmission) (*Submis
 	now := s.now()
 	sub := &Submission{Leaderboard: ns.Leaderboard.Name, User: ns.User.Name, FileName: ns.FileName, SHA256: sha,
 		GPUType: ns.GPUType, Mode: ns.Mode, Category: ns.Category, Status: StatusQueued, Created: now.UTC(),
-		userID: ns.User.ID, leaderboardID: ns.Leaderboard.ID}
+		Findings: ns.Findings, userID: ns.User.ID, leaderboardID: ns.Leaderboard.ID}
+	var findings string
+	if len(ns.Findings) > 0 {
+		b, err := json.Marshal(ns.Findings)
+		if err != nil {
+			return nil, fmt.Errorf("store submission: %w", err)
+		}
+		findings = string(b)
+	}
+	if policies.Worst(ns.Findings) == policies.ScanFlag {
+		sub.Review = ReviewFlagged
+	}
 	err := s.update(ctx, "store submission", func(tx *txn) error {
 		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO code (sha256, data, size) VALUES (?, ?, ?)`, sha, ns.Code, len(ns.Code)); err != nil {
 			return err
 		}
-		err := tx.QueryRowContext(ctx, `INSERT INTO submissions (leaderboard_id, user_id, file_name, code_sha256, gpu_type, mode, category, created_ms)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-			ns.Leaderboard.ID, ns.User.ID, ns.FileName, sha, ns.GPUType, ns.Mode, ns.Category, ms(now)).Scan(&sub.ID)
+		err := tx.QueryRowContext(ctx, `INSERT INTO submissions (leaderboard_id, user_id, file_name, code_sha256, gpu_type, mode, category, created_ms, review, findings)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			ns.Leaderboard.ID, ns.User.ID, ns.FileName, sha, ns.GPUType, ns.Mode, ns.Category, ms(now), sub.Review, findings).Scan(&sub.ID)
 		if err != nil {
 			return err
 		}
@@ -356,7 +376,7 @@ func runsOf(ctx context.Context, q queryer, subID int64) ([]RunRecord, error) {
 }
 
 const submissionColumns = `s.id, l.name, u.name, s.user_id, s.leaderboard_id, s.file_name, s.code_sha256, s.gpu_type, s.mode, s.category,
-	s.status, s.passed, s.score, s.reason, s.hacked, s.created_ms, s.finished_ms`
+	s.status, s.passed, s.score, s.reason, s.hacked, s.review, s.findings, s.created_ms, s.finished_ms`
 
 const submissionFrom = ` FROM submissions s JOIN leaderboards l ON l.id = s.leaderboard_id JOIN users u ON u.id = s.user_id`
 
@@ -365,9 +385,16 @@ func scanSubmission(row interface{ Scan(...any) error }) (*Submission, error) {
 	var score sql.NullFloat64
 	var created int64
 	var finished sql.NullInt64
+	var findings string
 	if err := row.Scan(&sub.ID, &sub.Leaderboard, &sub.User, &sub.userID, &sub.leaderboardID, &sub.FileName, &sub.SHA256,
-		&sub.GPUType, &sub.Mode, &sub.Category, &sub.Status, &sub.Passed, &score, &sub.Reason, &sub.Hacked, &created, &finished); err != nil {
+		&sub.GPUType, &sub.Mode, &sub.Category, &sub.Status, &sub.Passed, &score, &sub.Reason, &sub.Hacked, &sub.Review, &findings,
+		&created, &finished); err != nil {
 		return nil, err
+	}
+	if findings != "" {
+		if err := json.Unmarshal([]byte(findings), &sub.Findings); err != nil {
+			return nil, fmt.Errorf("submission %d findings: %w", sub.ID, err)
+		}
 	}
 	if score.Valid {
 		sub.Score = &score.Float64
@@ -520,6 +547,50 @@ func (s *Store) LoadRun(ctx context.Context, runID int64) (*RunContext, error) {
 		return nil, fmt.Errorf("load run %d: %w", runID, err)
 	}
 	return &RunContext{Run: r, Submission: sub, Leaderboard: lb, Code: code}, nil
+}
+
+// Review states of a submission the scanner flagged.
+const (
+	ReviewFlagged   = "flagged"
+	ReviewCleared   = "cleared"
+	ReviewConfirmed = "confirmed"
+)
+
+// SetReview records an organiser's review of a flagged submission:
+// cleared puts it back in the rankings, confirmed marks it hacked.
+func (s *Store) SetReview(ctx context.Context, subID int64, review string) error {
+	if review != ReviewCleared && review != ReviewConfirmed {
+		return Errorf(CodeInvalid, "review %q: want cleared or confirmed", review)
+	}
+	return s.update(ctx, "review submission", func(tx *txn) error {
+		res, err := tx.ExecContext(ctx, `UPDATE submissions SET review = ?, hacked = hacked OR ? WHERE id = ? AND review != ''`,
+			review, review == ReviewConfirmed, subID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return Errorf(CodeNotFound, "submission %d was not flagged by the scanner (`kernelbox admin review` lists those)", subID)
+		}
+		return appendEvent(ctx, tx, s.now(), "submission.review", 0, subID, map[string]any{"review": review})
+	})
+}
+
+// Flagged lists the submissions waiting for review, oldest first.
+func (s *Store) Flagged(ctx context.Context) ([]*Submission, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+submissionColumns+submissionFrom+` WHERE s.review = 'flagged' ORDER BY s.id`)
+	if err != nil {
+		return nil, fmt.Errorf("flagged submissions: %w", err)
+	}
+	defer rows.Close()
+	var out []*Submission
+	for rows.Next() {
+		sub, err := scanSubmission(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sub)
+	}
+	return out, rows.Err()
 }
 
 // SetHacked marks a submission as hacked (or clears it), which takes it
