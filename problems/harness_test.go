@@ -280,3 +280,20 @@ func TestHarness_ProfileMode(t *testing.T) {
 		t.Errorf("profile report = %q, %v; want a profiler table naming softmax", report, err)
 	}
 }
+
+// TestHarness_CheatsOnCPU: the cheats of testdata/cheats that work on the
+// CPU backend fail, each with the defence's message.
+func TestHarness_CheatsOnCPU(t *testing.T) {
+	t.Parallel()
+	for file, want := range map[string]string{
+		"vectoradd_clock_patch.py": "the submission replaced time.perf_counter_ns",
+		"vectoradd_lazy_tensor.py": "a subclass of torch.Tensor",
+	} {
+		for _, mode := range []problems.Mode{problems.ModeTest, problems.ModeBenchmark} {
+			rep := evalFile(t, filepath.Join("library", "vectoradd"), mode, filepath.Join("testdata", "cheats", file), nil)
+			if rep.Passed || !strings.Contains(rep.Reason, want) {
+				t.Errorf("%s in %s mode: passed %v, reason %q; want it to fail with %q", file, mode, rep.Passed, rep.Reason, want)
+			}
+		}
+	}
+}

@@ -131,6 +131,56 @@ def stats(times):
     return {"runs": n, "mean": mean, "std": std, "err": std / math.sqrt(n), "best": min(times), "worst": max(times)}
 
 
+# What the harness's timing and checking stand on, checked for identity
+# after every job the worker runs.
+GUARDED = (
+    "torch.cuda.synchronize", "torch.cuda.Event", "torch.cuda.Event.record", "torch.cuda.Event.elapsed_time",
+    "torch.cuda.Event.synchronize", "torch.allclose", "torch.equal", "torch.isclose", "torch.Tensor.clone",
+    "time.perf_counter_ns", "time.perf_counter", "time.time",
+    "kbutils.clone_data", "kbutils.same_data", "kbutils.verbose_allclose", "kbutils.compare_outputs",
+    "reference.generate_input", "reference.check_implementation", "reference.ref_kernel",
+)
+
+
+def resolve(roots, name):
+    head, *rest = name.split(".")
+    obj = roots[head]
+    for part in rest:
+        obj = getattr(obj, part)
+    return obj
+
+
+def plain_output(torch, expected, output, where="the output"):
+    """Why an output is not what the reference returns, or "": every tensor
+    a plain torch.Tensor (a subclass can defer its work into the untimed
+    check), with storage on a real device, and, where the reference's
+    answer is known, its dtype, shape and device."""
+    if isinstance(output, torch.Tensor):
+        if type(output) is not torch.Tensor:
+            return f"{where} is a {type(output).__name__}, a subclass of torch.Tensor: return a plain torch.Tensor"
+        if output.device.type == "meta":
+            return f"{where} has no storage (a meta tensor)"
+        if isinstance(expected, torch.Tensor):
+            if output.dtype != expected.dtype:
+                return f"{where} is {output.dtype}, the reference's is {expected.dtype}"
+            if output.shape != expected.shape:
+                return f"{where} has shape {tuple(output.shape)}, the reference's is {tuple(expected.shape)}"
+            if output.device != expected.device:
+                return f"{where} is on {output.device}, the reference's is on {expected.device}"
+        return ""
+    if isinstance(expected, torch.Tensor):
+        return f"{where} is a {type(output).__name__}, the reference's is a tensor"
+    if isinstance(output, (tuple, list)):
+        if isinstance(expected, (tuple, list)) and len(expected) != len(output):
+            return f"{where} has {len(output)} items, the reference's has {len(expected)}"
+        for i, o in enumerate(output):
+            e = expected[i] if isinstance(expected, (tuple, list)) else None
+            msg = plain_output(torch, e, o, f"{where}[{i}]")
+            if msg:
+                return msg
+    return ""
+
+
 def is_cuda_error(text: str) -> bool:
     return "CUDA error" in text or "HIP error" in text or "cudaError" in text or "illegal memory access" in text
 
@@ -151,6 +201,32 @@ class _Worker:
         self.dev = kbutils.device()
         self.kernel = None
         self.flush_buf = None
+        # What the harness relies on, bound before the submission loads: a
+        # submission that replaces any of them is caught (tampered) and
+        # cannot slow the clock the harness itself reads.
+        self.clock = time.perf_counter_ns
+        self.bound = {}
+        for name in GUARDED:
+            try:
+                self.bound[name] = resolve(self.roots(), name)
+            except AttributeError:
+                pass  # a reference without ref_kernel, say
+
+    def roots(self):
+        return {"torch": self.torch, "time": time, "kbutils": self.kb, "reference": self.ref}
+
+    def tampered(self):
+        """The guarded names whose object is no longer the one bound."""
+        roots = self.roots()
+        out = []
+        for name, obj in self.bound.items():
+            try:
+                now = resolve(roots, name)
+            except AttributeError:
+                now = None
+            if now is not obj:
+                out.append(name)
+        return out
 
     def load_submission(self):
         if self.kernel is None:
@@ -176,6 +252,9 @@ class _Worker:
             return fn(self.kb.clone_data(data))
 
     def check(self, data, expected, output):
+        msg = plain_output(self.torch, expected, output)
+        if msg:
+            return False, msg
         chk = self.ref.check_implementation
         compare = getattr(chk, "compare", None)
         if compare is not None and expected is not None:
@@ -229,9 +308,9 @@ class _Worker:
             end.record()
             end.synchronize()
             return out, start.elapsed_time(end) * 1e6
-        t0 = time.perf_counter_ns()
+        t0 = self.clock()
         out = kernel(arg)
-        return out, float(time.perf_counter_ns() - t0)
+        return out, float(self.clock() - t0)
 
     def benchmark(self, case, kind, recheck):
         repeats, budget_s, wall_s = limits_for(self.dev, kind)
@@ -344,6 +423,10 @@ def worker_main(job_fd: int, reply_fd: int):
             reply = {"error": _describe(e), "bad_case": "generate_input" in traceback.format_exc()}
         except BaseException as e:  # noqa: BLE001 - a submission may raise anything
             reply = {"error": _describe(e)}
+        bad = w.tampered()
+        if bad:
+            why = f"the submission replaced {', '.join(bad)}: the harness's timers, checks and helpers are not to be touched"
+            reply = {"ok": False, "message": why} if kind == "test" else {"error": why}
         _send(replies, reply)
 
 

@@ -48,6 +48,31 @@ class StatsTest(unittest.TestCase):
         self.assertEqual((s["best"], s["worst"]), (1.0, 4.0))
 
 
+class PlainOutputTest(unittest.TestCase):
+    def test_plain_outputs_pass(self):
+        e = torch.zeros(2, 3)
+        self.assertEqual(harness.plain_output(torch, e, torch.ones(2, 3)), "")
+        self.assertEqual(harness.plain_output(torch, (e, e), [torch.ones(2, 3), torch.ones(2, 3)]), "")
+        self.assertEqual(harness.plain_output(torch, None, torch.ones(1)), "")  # a KernelBot checker: no answer known
+
+    def test_refusals(self):
+        e = torch.zeros(2, 3)
+
+        class Sub(torch.Tensor):
+            pass
+
+        for out, want in [
+            (torch.ones(2, 3).as_subclass(Sub), "subclass"),
+            (torch.ones(2, 3, dtype=torch.float64), "torch.float64"),
+            (torch.ones(3, 2), "shape (3, 2)"),
+            (torch.empty(2, 3, device="meta"), "meta"),
+            ([1, 2], "a list"),
+        ]:
+            self.assertIn(want, harness.plain_output(torch, e, out))
+        self.assertIn("1 items", harness.plain_output(torch, (e, e), (e,)))
+        self.assertIn("output[1]", harness.plain_output(torch, None, (e, torch.ones(1).as_subclass(Sub))))
+
+
 class AllcloseTest(unittest.TestCase):
     def test_match(self):
         e = torch.tensor([1.0, float("nan"), float("inf")])
