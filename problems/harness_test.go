@@ -285,6 +285,10 @@ func TestHarness_ProfileMode(t *testing.T) {
 // CPU backend fail, each with the defence's message.
 func TestHarness_CheatsOnCPU(t *testing.T) {
 	t.Parallel()
+	rep := evalFile(t, filepath.Join("library", "vectoradd"), problems.ModeLeaderboard, filepath.Join("testdata", "cheats", "vectoradd_mutates_later.py"), nil)
+	if rep.Passed || !strings.Contains(rep.Reason, "leaderboard phase") || !strings.Contains(rep.Reason, "modified its input") {
+		t.Errorf("vectoradd_mutates_later.py in leaderboard mode: passed %v, reason %q; want the ranked phase to catch it", rep.Passed, rep.Reason)
+	}
 	for file, want := range map[string]string{
 		"vectoradd_clock_patch.py": "the submission replaced time.perf_counter_ns",
 		"vectoradd_lazy_tensor.py": "a subclass of torch.Tensor",

@@ -338,6 +338,8 @@ class _Worker:
             arg = self.kb.clone_data(data)
             out, ns = self.time_call(kernel, arg)
             if recheck:
+                if not self.kb.same_data(arg, data):
+                    return {"error": f"timed iteration {i}: custom_kernel modified its input; inputs must be left as they were"}
                 ok, msg = self.check(data, expected, out)
                 if not ok:
                     return {"error": f"timed iteration {i}: {msg}"}
