@@ -668,6 +668,12 @@ func (a *API) adminHacked(w http.ResponseWriter, r *http.Request) error {
 	if err := a.svc.store.SetHacked(r.Context(), id, req.Hacked); err != nil {
 		return err
 	}
+	return a.writeSubmission(w, r, id)
+}
+
+// writeSubmission answers with a submission as staff see it, after a
+// change to it.
+func (a *API) writeSubmission(w http.ResponseWriter, r *http.Request, id int64) error {
 	sub, err := a.svc.store.Submission(r.Context(), id)
 	if err != nil {
 		return err
@@ -700,11 +706,7 @@ func (a *API) adminReview(w http.ResponseWriter, r *http.Request) error {
 	if err := a.svc.store.SetReview(r.Context(), id, req.Review); err != nil {
 		return err
 	}
-	sub, err := a.svc.store.Submission(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, sub)
+	return a.writeSubmission(w, r, id)
 }
 
 func (a *API) adminDelete(w http.ResponseWriter, r *http.Request) error {

@@ -572,7 +572,7 @@ func printResult(w io.Writer, res SubmitResult, verbose bool) {
 		}
 	}
 	if p := res.Profile; p != nil {
-		fmt.Fprintf(w, "  Nsight Compute, %d kernels in the %s range:\n%s\n", p.Kernels, problems.NVTXRange, indent(p.Summary, "    "))
+		writeProfileSummary(w, p, "  ")
 		if res.Download {
 			fmt.Fprintf(w, "  the full report: kernelbox submissions show %d --profile out.ncu-rep (opens in Nsight Compute)\n", res.ID)
 		}
@@ -602,17 +602,27 @@ func printResult(w io.Writer, res SubmitResult, verbose bool) {
 	}
 }
 
-func submissionsCommand() *cli.Command {
-	idArg := func(c *cli.Context) (int64, error) {
-		if c.NArg() != 1 {
-			return 0, usageError("%s: give one submission ID", c.Command.FullName())
-		}
-		id, err := strconv.ParseInt(c.Args().First(), 10, 64)
-		if err != nil || id <= 0 {
-			return 0, usageError("%s: %q is not a submission id", c.Command.FullName(), c.Args().First())
-		}
-		return id, nil
+// idArg is a command's one argument, a submission id.
+func idArg(c *cli.Context) (int64, error) {
+	if c.NArg() != 1 {
+		return 0, usageError("%s: give one submission ID", c.Command.FullName())
 	}
+	id, err := strconv.ParseInt(c.Args().First(), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, usageError("%s: %q is not a submission id", c.Command.FullName(), c.Args().First())
+	}
+	return id, nil
+}
+
+// slotArg is a command's one argument, a GPU slot id.
+func slotArg(c *cli.Context) (string, error) {
+	if c.NArg() != 1 {
+		return "", usageError("%s: give one slot ID (kernelbox gpus lists them)", c.Command.FullName())
+	}
+	return c.Args().First(), nil
+}
+
+func submissionsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "submissions",
 		Usage: "list, show and cancel your submissions",
@@ -854,37 +864,31 @@ func adminCommand() *cli.Command {
 					{
 						Name: "drain", Usage: "stop a GPU slot from taking jobs", ArgsUsage: "ID",
 						Flags: clientFlags(&cli.StringFlag{Name: "reason", Usage: "why, shown in kernelbox gpus"}),
-						Action: func(c *cli.Context) error {
-							if c.NArg() != 1 {
-								return usageError("admin gpu drain: give one slot ID (kernelbox gpus lists them)")
-							}
-							cl, err := client(c)
+						Action: clientAction(func(c *cli.Context, cl *Client) error {
+							id, err := slotArg(c)
 							if err != nil {
 								return err
 							}
-							if _, err := cl.Drain(c.Context, c.Args().First(), c.String("reason")); err != nil {
+							if _, err := cl.Drain(c.Context, id, c.String("reason")); err != nil {
 								return clientError(err)
 							}
-							fmt.Fprintf(c.App.Writer, "drained %s\n", c.Args().First())
+							fmt.Fprintf(c.App.Writer, "drained %s\n", id)
 							return nil
-						},
+						}),
 					},
 					{
 						Name: "undrain", Usage: "let a drained GPU slot take jobs again", ArgsUsage: "ID", Flags: clientFlags(),
-						Action: func(c *cli.Context) error {
-							if c.NArg() != 1 {
-								return usageError("admin gpu undrain: give one slot ID")
-							}
-							cl, err := client(c)
+						Action: clientAction(func(c *cli.Context, cl *Client) error {
+							id, err := slotArg(c)
 							if err != nil {
 								return err
 							}
-							if _, err := cl.Undrain(c.Context, c.Args().First()); err != nil {
+							if _, err := cl.Undrain(c.Context, id); err != nil {
 								return clientError(err)
 							}
-							fmt.Fprintf(c.App.Writer, "undrained %s\n", c.Args().First())
+							fmt.Fprintf(c.App.Writer, "undrained %s\n", id)
 							return nil
-						},
+						}),
 					},
 				},
 			},
@@ -892,11 +896,7 @@ func adminCommand() *cli.Command {
 				Name:  "review",
 				Usage: "list the submissions the scanner flagged; clear one (back in the rankings) or confirm it (hacked)",
 				Flags: clientFlags(jsonFlag()),
-				Action: func(c *cli.Context) error {
-					cl, err := client(c)
-					if err != nil {
-						return err
-					}
+				Action: clientAction(func(c *cli.Context, cl *Client) error {
 					subs, err := cl.Flagged(c.Context)
 					if err != nil {
 						return clientError(err)
@@ -918,7 +918,7 @@ func adminCommand() *cli.Command {
 						fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.User, s.Leaderboard, s.GPUType, s.Status, strings.Join(fs, "; "))
 					}
 					return tw.Flush()
-				},
+				}),
 				Subcommands: []*cli.Command{
 					reviewCommand("clear", ReviewCleared, "the flag was a false alarm: put the submission back in the rankings"),
 					reviewCommand("confirm", ReviewConfirmed, "the submission cheats: mark it hacked"),
@@ -1113,24 +1113,18 @@ func clientAction(fn func(c *cli.Context, cl *Client) error) cli.ActionFunc {
 }
 
 // saveProfile downloads a submission's .ncu-rep into path, whole or not
-// at all: it is written beside path and renamed.
+// at all (writeAtomic).
 func saveProfile(ctx context.Context, cl *Client, id int64, path string) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
+	var apiErr error
+	err := writeAtomic(path, func(w io.Writer) error {
+		apiErr = cl.Profile(ctx, id, 0, w)
+		return apiErr
+	})
+	switch {
+	case apiErr != nil:
+		return clientError(apiErr)
+	case err != nil:
 		return usageError("--profile: %v", err)
-	}
-	err = cl.Profile(ctx, id, 0, f)
-	if cerr := f.Close(); err == nil && cerr != nil {
-		err = usageError("--profile: %v", cerr)
-	}
-	if err == nil {
-		if err = os.Rename(f.Name(), path); err != nil {
-			err = usageError("--profile: %v", err)
-		}
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return clientError(err)
 	}
 	return nil
 }
@@ -1138,12 +1132,8 @@ func saveProfile(ctx context.Context, cl *Client, id int64, path string) error {
 func reviewCommand(name, review, usage string) *cli.Command {
 	return &cli.Command{
 		Name: name, Usage: usage, ArgsUsage: "ID", Flags: clientFlags(),
-		Action: func(c *cli.Context) error {
-			id, err := strconv.ParseInt(c.Args().First(), 10, 64)
-			if c.NArg() != 1 || err != nil {
-				return usageError("admin review %s: give one submission ID", name)
-			}
-			cl, err := client(c)
+		Action: clientAction(func(c *cli.Context, cl *Client) error {
+			id, err := idArg(c)
 			if err != nil {
 				return err
 			}
@@ -1153,6 +1143,6 @@ func reviewCommand(name, review, usage string) *cli.Command {
 			}
 			fmt.Fprintf(c.App.Writer, "submission %d: %s (hacked: %v)\n", sub.ID, sub.Review, sub.Hacked)
 			return nil
-		},
+		}),
 	}
 }

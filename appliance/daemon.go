@@ -175,11 +175,7 @@ func (d *Daemon) openMonitor(slots []Slot) {
 	lib := d.nvml
 	switch {
 	case amd:
-		root := d.gpuRoot
-		if root == "" {
-			root = "/"
-		}
-		lib = gpu.NewAMDSysfs(root, d.inventory.GPUs)
+		lib = gpu.NewAMDSysfs(d.gpuRoot, d.inventory.GPUs)
 	case lib == nil:
 		lib = gpu.NewNVML()
 	}

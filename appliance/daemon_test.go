@@ -170,6 +170,16 @@ func (td *testDaemon) loadQuickOn(gpus string) {
 	}
 }
 
+// waitSlotIdle waits until slot i has finished its job and the health
+// check after it.
+func (td *testDaemon) waitSlotIdle(i int) {
+	td.t.Helper()
+	waitFor(td.t, 10*time.Second, func() bool {
+		st, err := td.admin.GPUs(td.t.Context())
+		return err == nil && st.Slots[i].State == "idle"
+	})
+}
+
 // waitRunning waits until the submission's first run has started.
 func waitRunning(t *testing.T, c *Client, id int64) {
 	t.Helper()
@@ -519,7 +529,7 @@ func TestDaemon_CancelRunning(t *testing.T) {
 }
 
 // waitFor polls cond until it holds or the limit passes.
-func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
+func waitFor(t testing.TB, limit time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for !cond() {
@@ -833,10 +843,7 @@ func TestDaemon_FakeGPUMeasurement(t *testing.T) {
 	// A process left on the GPU after a job: the slot is drained, jobs of
 	// its type wait, and an organiser undrains it once it is clean.
 	throttle.Store(false)
-	waitFor(t, 10*time.Second, func() bool { // the last job's health check is done
-		st, err := td.admin.GPUs(ctx)
-		return err == nil && st.Slots[0].State == "idle"
-	})
+	td.waitSlotIdle(0) // the last job's health check is done
 	fake.Set(func(g []gputest.GPU) { g[0].Procs = []uint32{31337} })
 	sub, err = td.admin.Submit(ctx, SubmitRequest{Leaderboard: "quickgpu", Mode: "test", Code: code})
 	if err != nil {
@@ -868,10 +875,7 @@ func TestDaemon_FakeGPUMeasurement(t *testing.T) {
 	}
 	// A hardware Xid during a job drains the GPU too; a program's fault
 	// (Xid 43) alone would not (gpu's TestMonitor_Health).
-	waitFor(t, 10*time.Second, func() bool { // the last job's health check is done
-		st, err := td.admin.GPUs(ctx)
-		return err == nil && st.Slots[0].State == "idle"
-	})
+	td.waitSlotIdle(0) // the last job's health check is done
 	fake.Xid("GPU-aaaa", 79)
 	sub, err = td.admin.Submit(ctx, SubmitRequest{Leaderboard: "quickgpu", Mode: "test", Code: code})
 	if err != nil {

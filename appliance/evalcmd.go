@@ -128,7 +128,7 @@ func runEval(c *cli.Context) error {
 			}
 			fmt.Fprintf(c.App.ErrWriter, "kernelbox eval: %v; profile mode prints PyTorch's table\n", err)
 		} else {
-			profiler = &problems.Profiler{NCU: ncu.Path, MaxKernels: 10}
+			profiler = &problems.Profiler{NCU: ncu.Path, MaxKernels: DefaultConfig().Profiler.MaxKernels}
 			profBinds = []sandbox.Bind{{Source: ncu.Dir}}
 		}
 	}
@@ -184,7 +184,7 @@ func runEval(c *cli.Context) error {
 		fmt.Fprintf(w, "problem %s · mode %s · device %s · %s\n", task.Name, mode, it.Device, runtime)
 		writeReport(w, rep, c.Bool("verbose"))
 		if p := rep.Profile; p != nil {
-			fmt.Fprintf(w, "Nsight Compute, %d kernels in the %s range:\n%s\n", p.Kernels, problems.NVTXRange, indent(p.Summary, "  "))
+			writeProfileSummary(w, p, "")
 		}
 		if keep {
 			fmt.Fprintf(w, "work directory: %s\n", work)
@@ -305,6 +305,12 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// writeProfileSummary prints ncu's summary of a profile run, its lines
+// under a heading at prefix.
+func writeProfileSummary(w io.Writer, p *problems.ProfileResult, prefix string) {
+	fmt.Fprintf(w, "%sNsight Compute, %d kernels in the %s range:\n%s\n", prefix, p.Kernels, problems.NVTXRange, indent(p.Summary, prefix+"  "))
+}
+
 func indent(s, prefix string) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	for i := range lines {
@@ -325,28 +331,4 @@ func formatNS(ns float64) string {
 		return fmt.Sprintf("%.3f µs", ns/1e3)
 	}
 	return fmt.Sprintf("%.0f ns", ns)
-}
-
-// copyFile writes src to dst whole or not at all.
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".*")
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(tmp, in)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), dst)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
 }

@@ -31,11 +31,7 @@ func (d *Daemon) setupProfiler() string {
 	if d.cfg.Profiler.NCU == "off" {
 		return fallback + "ncu is off in the config (profiler.ncu)"
 	}
-	root := d.gpuRoot
-	if root == "" {
-		root = "/"
-	}
-	if restricted, err := gpu.ProfilingRestricted(root); restricted {
+	if restricted, err := gpu.ProfilingRestricted(d.gpuRoot); restricted {
 		why := "the driver keeps the GPU's counters to administrators (RmProfilingAdminOnly: 1)"
 		if err != nil {
 			why = err.Error()
@@ -69,28 +65,44 @@ func (r *runner) keepProfile(runID int64, p *problems.ProfileResult) (string, er
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("keep profile of run %d: %w", runID, err)
 	}
-	src, err := os.Open(p.File)
-	if err != nil {
-		return "", fmt.Errorf("keep profile of run %d: %w", runID, err)
-	}
-	defer src.Close()
 	name := profileName(runID)
-	tmp, err := os.CreateTemp(dir, name+".*")
-	if err != nil {
+	if err := copyFile(p.File, filepath.Join(dir, name)); err != nil {
 		return "", fmt.Errorf("keep profile of run %d: %w", runID, err)
 	}
-	_, err = io.Copy(tmp, io.LimitReader(src, r.maxReport+1))
+	return name, nil
+}
+
+// writeAtomic writes a file whole or not at all: into a temporary file
+// beside path (mode 0600), renamed over path once write has succeeded.
+func writeAtomic(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	err = write(tmp)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(dir, name))
+		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
-		return "", fmt.Errorf("keep profile of run %d: %w", runID, err)
 	}
-	return name, nil
+	return err
+}
+
+// copyFile copies src to dst with writeAtomic.
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	return writeAtomic(dst, func(w io.Writer) error {
+		_, err := io.Copy(w, in)
+		return err
+	})
 }
 
 // profile serves a run's .ncu-rep to whoever may see the submission.

@@ -275,22 +275,27 @@ func (r *runner) checkHealth(log *slog.Logger, slot Slot, job int64) {
 
 // drain stops a slot from taking jobs; undrain lets it again.
 func (r *runner) drain(id, why string) error {
-	for _, s := range r.slots {
-		if s.ID == id {
-			r.drained.Store(id, why)
-			r.log.Warn("GPU drained", logSlot, id, "why", why)
-			return nil
-		}
+	if err := r.hasSlot(id); err != nil {
+		return err
 	}
-	return Errorf(CodeNotFound, "no slot %s (`kernelbox gpus` lists them)", id)
+	r.drained.Store(id, why)
+	r.log.Warn("GPU drained", logSlot, id, "why", why)
+	return nil
 }
 
 func (r *runner) undrain(id string) error {
+	if err := r.hasSlot(id); err != nil {
+		return err
+	}
+	r.drained.Delete(id)
+	r.log.Info("GPU undrained", logSlot, id)
+	r.svc.wake.Fire()
+	return nil
+}
+
+func (r *runner) hasSlot(id string) error {
 	for _, s := range r.slots {
 		if s.ID == id {
-			r.drained.Delete(id)
-			r.log.Info("GPU undrained", logSlot, id)
-			r.svc.wake.Fire()
 			return nil
 		}
 	}

@@ -13,8 +13,9 @@ import (
 // mem_info, RAS) and the KFD's process list, so the gate, the sampling and
 // the health check work the same on AMD. A clock lock is amdgpu's
 // profile_standard performance level: fixed clocks the driver chooses for
-// profiling, the AMD way to comparable timings. root is "/" or a test tree.
-func NewAMDSysfs(root string, gpus []GPU) NVML { return &amdLib{root: root, gpus: gpus} }
+// profiling, the AMD way to comparable timings. root is "/" (or empty) or
+// a test tree.
+func NewAMDSysfs(root string, gpus []GPU) NVML { return &amdLib{root: hostRoot(root), gpus: gpus} }
 
 type amdLib struct {
 	root string

@@ -76,13 +76,19 @@ type Options struct {
 	Aliases map[string]string
 }
 
+// hostRoot is the filesystem root a root argument names: "/" when empty.
+func hostRoot(root string) string {
+	if root == "" {
+		return "/"
+	}
+	return root
+}
+
 // Discover lists the box's GPUs: NVIDIA first, then AMD; with neither, an
 // empty inventory of vendor none and notes that say why. It never fails:
 // a missing driver is a finding, not an error.
 func Discover(ctx context.Context, opt Options) Inventory {
-	if opt.Root == "" {
-		opt.Root = "/"
-	}
+	opt.Root = hostRoot(opt.Root)
 	if opt.NVML == nil {
 		opt.NVML = NewNVML()
 	}

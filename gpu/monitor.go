@@ -203,60 +203,50 @@ func (m *Monitor) dev(uuid string) (NVMLDevice, error) {
 
 // Read takes one reading. Values a GPU does not support stay zero.
 func (m *Monitor) Read(uuid string) (Telemetry, error) {
+	t, err := m.readClocks(uuid)
+	if err != nil {
+		return t, err
+	}
 	d, err := m.dev(uuid)
 	if err != nil {
-		return Telemetry{}, err
+		return t, err
 	}
-	t := Telemetry{At: time.Now().UTC()}
-	var errs []error
-	keep := func(err error) {
-		if err != nil && !errors.Is(err, ErrNotSupported) {
-			errs = append(errs, err)
-		}
-	}
-	var e error
-	t.TempC, e = d.Temperature()
-	keep(e)
-	t.SMClockMHz, e = d.SMClock()
-	keep(e)
-	t.PowerMW, e = d.Power()
-	keep(e)
-	t.Reasons, e = d.ClockEventReasons()
-	keep(e)
-	t.MemUsed, e = d.MemoryUsed()
-	keep(e)
-	procs, e := d.ComputeProcesses()
-	keep(e)
+	var e1, e2 error
+	t.MemUsed, e1 = d.MemoryUsed()
+	procs, e2 := d.ComputeProcesses()
 	t.Processes = len(procs)
-	if len(errs) > 0 {
-		return t, fmt.Errorf("read GPU %s: %w", uuid, errors.Join(errs...))
-	}
-	return t, nil
+	return t, readErr(uuid, e1, e2)
 }
 
-// readClocks is Read without the memory and process queries.
+// readClocks is the cheap part of Read, which a running run's sampling
+// takes: listing the GPU's processes takes the driver longer.
 func (m *Monitor) readClocks(uuid string) (Telemetry, error) {
 	d, err := m.dev(uuid)
 	if err != nil {
 		return Telemetry{}, err
 	}
 	t := Telemetry{At: time.Now().UTC()}
-	var errs []error
-	var e error
-	t.TempC, e = d.Temperature()
-	errs = append(errs, e)
-	t.SMClockMHz, e = d.SMClock()
-	errs = append(errs, e)
-	t.PowerMW, e = d.Power()
-	errs = append(errs, e)
-	t.Reasons, e = d.ClockEventReasons()
-	errs = append(errs, e)
+	var e [4]error
+	t.TempC, e[0] = d.Temperature()
+	t.SMClockMHz, e[1] = d.SMClock()
+	t.PowerMW, e[2] = d.Power()
+	t.Reasons, e[3] = d.ClockEventReasons()
+	return t, readErr(uuid, e[:]...)
+}
+
+// readErr joins a reading's errors, leaving out what the GPU does not
+// support.
+func readErr(uuid string, errs ...error) error {
+	var keep []error
 	for _, e := range errs {
 		if e != nil && !errors.Is(e, ErrNotSupported) {
-			return t, fmt.Errorf("read GPU %s: %w", uuid, e)
+			keep = append(keep, e)
 		}
 	}
-	return t, nil
+	if len(keep) > 0 {
+		return fmt.Errorf("read GPU %s: %w", uuid, errors.Join(keep...))
+	}
+	return nil
 }
 
 // GateConfig says when a GPU is fit for a ranked run.
@@ -393,8 +383,6 @@ func (m *Monitor) Sample(uuid string, every time.Duration, mask uint64) *Sampler
 			case <-s.stop:
 				return
 			case <-tick.C:
-				// Only the cheap counters while the run runs: listing the
-				// GPU's processes takes the driver longer.
 				if t, err := m.readClocks(uuid); err == nil {
 					s.add(t)
 				}

@@ -14,9 +14,9 @@ import (
 // ProfilingRestricted reads whether the NVIDIA driver keeps performance
 // counters to administrators (RmProfilingAdminOnly: 1). Sandboxed runs are
 // never administrators, so ncu would fail with ERR_NVGPUCTRPERM. root is
-// "/" or a test tree.
+// "/" (or empty) or a test tree.
 func ProfilingRestricted(root string) (bool, error) {
-	f, err := os.Open(filepath.Join(root, "proc", "driver", "nvidia", "params"))
+	f, err := os.Open(filepath.Join(hostRoot(root), "proc", "driver", "nvidia", "params"))
 	if err != nil {
 		return true, fmt.Errorf("read the NVIDIA driver's parameters: %w", err)
 	}

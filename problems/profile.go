@@ -27,13 +27,14 @@ type Profiler struct {
 	MaxKernels int
 	// Sections are ncu's section identifiers; DefaultNCUSections if nil.
 	Sections []string
-	// ImportTimeout bounds the second launch that prints the report.
-	ImportTimeout time.Duration
 	// ClockControl is ncu's --clock-control: "" leaves ncu's default (it
 	// locks the base clock while profiling); "none" keeps the clocks the
 	// box locked, which ncu would otherwise reset when it finishes.
 	ClockControl string
 }
+
+// ncuImportTimeout bounds the second launch, which prints the report.
+const ncuImportTimeout = 2 * time.Minute
 
 // ProfileFile is the report ncu writes into the work directory.
 const ProfileFile = "profile.ncu-rep"
@@ -98,12 +99,8 @@ func (p *Profiler) summarize(ctx context.Context, l Launcher, dir string, env []
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", ProfileFile)
 	}
-	timeout := p.ImportTimeout
-	if timeout <= 0 {
-		timeout = 2 * time.Minute
-	}
 	out, err := l.Launch(ctx, Launch{Dir: dir, Argv: []string{p.NCU, "--import", ProfileFile, "--csv", "--page", "details"},
-		Env: env, Timeout: timeout, OutputLimit: limit})
+		Env: env, Timeout: ncuImportTimeout, OutputLimit: limit})
 	if err != nil {
 		return nil, fmt.Errorf("ncu --import: %w", err)
 	}
@@ -133,8 +130,6 @@ type NCUKernel struct {
 	Block string
 	// Metrics maps "section/metric" to the value with its unit.
 	Metrics map[string]string
-	// Order keeps the metrics in ncu's order.
-	Order []string
 	// Hints are ncu's optimisation advice (its OPT rules).
 	Hints []NCUHint
 }
@@ -211,9 +206,6 @@ func ParseNCUDetails(r io.Reader) ([]NCUKernel, error) {
 		val := get(rec, "Metric Value")
 		if u := shortUnit(get(rec, "Metric Unit")); u != "" {
 			val += " " + u
-		}
-		if _, seen := out[k].Metrics[key]; !seen {
-			out[k].Order = append(out[k].Order, key)
 		}
 		out[k].Metrics[key] = val
 	}

@@ -235,14 +235,11 @@ func (r *Runtime) Run(ctx context.Context, s Spec) (*Result, error) {
 		select {
 		case <-done:
 		case <-time.After(2 * time.Second):
-			for _, r := range reads {
-				r.Close()
-			}
-			<-done
 		}
 		for _, r := range reads {
-			r.Close()
+			r.Close() // ends a copy still blocked on a leftover writer
 		}
+		<-done
 	}
 	outW, err := pipeTo(stdout)
 	if err != nil {

@@ -137,7 +137,7 @@ GUARDED = (
     "torch.cuda.synchronize", "torch.cuda.Event", "torch.cuda.Event.record", "torch.cuda.Event.elapsed_time",
     "torch.cuda.Event.synchronize", "torch.allclose", "torch.equal", "torch.isclose", "torch.Tensor.clone",
     "time.perf_counter_ns", "time.perf_counter", "time.time",
-    "kbutils.clone_data", "kbutils.same_data", "kbutils.verbose_allclose", "kbutils.compare_outputs",
+    "kbutils.clone_data", "kbutils.same_data", "kbutils.verbose_allclose", "kbutils.compare_outputs", "kbutils.tensor_mismatch",
     "reference.generate_input", "reference.check_implementation", "reference.ref_kernel",
 )
 
@@ -150,32 +150,18 @@ def resolve(roots, name):
     return obj
 
 
-def plain_output(torch, expected, output, where="the output"):
+def plain_output(kb, torch, expected, output, where="the output"):
     """Why an output is not what the reference returns, or "": every tensor
-    a plain torch.Tensor (a subclass can defer its work into the untimed
-    check), with storage on a real device, and, where the reference's
-    answer is known, its dtype, shape and device."""
-    if isinstance(output, torch.Tensor):
-        if type(output) is not torch.Tensor:
-            return f"{where} is a {type(output).__name__}, a subclass of torch.Tensor: return a plain torch.Tensor"
-        if output.device.type == "meta":
-            return f"{where} has no storage (a meta tensor)"
-        if isinstance(expected, torch.Tensor):
-            if output.dtype != expected.dtype:
-                return f"{where} is {output.dtype}, the reference's is {expected.dtype}"
-            if output.shape != expected.shape:
-                return f"{where} has shape {tuple(output.shape)}, the reference's is {tuple(expected.shape)}"
-            if output.device != expected.device:
-                return f"{where} is on {output.device}, the reference's is on {expected.device}"
-        return ""
-    if isinstance(expected, torch.Tensor):
-        return f"{where} is a {type(output).__name__}, the reference's is a tensor"
+    in it plain, with storage, and like the reference's where that is known
+    (kbutils.tensor_mismatch), and as many items as the reference's."""
+    if isinstance(output, torch.Tensor) or isinstance(expected, torch.Tensor):
+        return kb.tensor_mismatch(output, expected if isinstance(expected, torch.Tensor) else None, where)
     if isinstance(output, (tuple, list)):
         if isinstance(expected, (tuple, list)) and len(expected) != len(output):
             return f"{where} has {len(output)} items, the reference's has {len(expected)}"
         for i, o in enumerate(output):
             e = expected[i] if isinstance(expected, (tuple, list)) else None
-            msg = plain_output(torch, e, o, f"{where}[{i}]")
+            msg = plain_output(kb, torch, e, o, f"{where}[{i}]")
             if msg:
                 return msg
     return ""
@@ -252,7 +238,7 @@ class _Worker:
             return fn(self.kb.clone_data(data))
 
     def check(self, data, expected, output):
-        msg = plain_output(self.torch, expected, output)
+        msg = plain_output(self.kb, self.torch, expected, output)
         if msg:
             return False, msg
         chk = self.ref.check_implementation

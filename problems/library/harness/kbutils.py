@@ -88,20 +88,34 @@ def _fmt(x) -> str:
     return str(x)
 
 
+def tensor_mismatch(received, expected=None, where="the output") -> str:
+    """Why received is not a plain tensor like expected, or "": a subclass
+    (which can defer its work into the untimed check), a tensor without
+    storage, or, where expected is known, another dtype, shape or device."""
+    if not isinstance(received, torch.Tensor):
+        return f"{where} is a {type(received).__name__}, expected a torch.Tensor"
+    if type(received) is not torch.Tensor:
+        return f"{where} is a {type(received).__name__}, a subclass of torch.Tensor: expected a plain torch.Tensor"
+    if received.device.type == "meta":
+        return f"{where} has no storage (a meta tensor)"
+    if expected is None:
+        return ""
+    if received.shape != expected.shape:
+        return f"shape mismatch: {where} has shape {tuple(received.shape)}, expected {tuple(expected.shape)}"
+    if received.dtype != expected.dtype:
+        return f"dtype mismatch: {where} is {received.dtype}, expected {expected.dtype}"
+    if received.device != expected.device:
+        return f"device mismatch: {where} is on {received.device}, expected {expected.device}"
+    return ""
+
+
 def verbose_allclose(received, expected, rtol=1e-5, atol=1e-8, max_print=5):
     """Compare a tensor with the expected one: |r - e| <= atol + rtol*|e|,
     NaN and +-Inf must sit where the expected has them. Returns a list of
     human-readable reasons, empty when they match."""
-    if not isinstance(received, torch.Tensor):
-        return [f"expected a torch.Tensor, got {type(received).__name__}"]
-    if type(received) is not torch.Tensor and not isinstance(received, torch.nn.Parameter):
-        return [f"expected a plain torch.Tensor, got the subclass {type(received).__name__}"]
-    if received.shape != expected.shape:
-        return [f"shape mismatch: got {tuple(received.shape)}, expected {tuple(expected.shape)}"]
-    if received.dtype != expected.dtype:
-        return [f"dtype mismatch: got {received.dtype}, expected {expected.dtype}"]
-    if received.device != expected.device:
-        return [f"device mismatch: got {received.device}, expected {expected.device}"]
+    msg = tensor_mismatch(received, expected)
+    if msg:
+        return [msg]
     if expected.numel() == 0:
         return []
     exact = not (expected.is_floating_point() or expected.is_complex())

@@ -51,9 +51,9 @@ class StatsTest(unittest.TestCase):
 class PlainOutputTest(unittest.TestCase):
     def test_plain_outputs_pass(self):
         e = torch.zeros(2, 3)
-        self.assertEqual(harness.plain_output(torch, e, torch.ones(2, 3)), "")
-        self.assertEqual(harness.plain_output(torch, (e, e), [torch.ones(2, 3), torch.ones(2, 3)]), "")
-        self.assertEqual(harness.plain_output(torch, None, torch.ones(1)), "")  # a KernelBot checker: no answer known
+        self.assertEqual(harness.plain_output(kbutils, torch, e, torch.ones(2, 3)), "")
+        self.assertEqual(harness.plain_output(kbutils, torch, (e, e), [torch.ones(2, 3), torch.ones(2, 3)]), "")
+        self.assertEqual(harness.plain_output(kbutils, torch, None, torch.ones(1)), "")  # a KernelBot checker: no answer known
 
     def test_refusals(self):
         e = torch.zeros(2, 3)
@@ -68,9 +68,9 @@ class PlainOutputTest(unittest.TestCase):
             (torch.empty(2, 3, device="meta"), "meta"),
             ([1, 2], "a list"),
         ]:
-            self.assertIn(want, harness.plain_output(torch, e, out))
-        self.assertIn("1 items", harness.plain_output(torch, (e, e), (e,)))
-        self.assertIn("output[1]", harness.plain_output(torch, None, (e, torch.ones(1).as_subclass(Sub))))
+            self.assertIn(want, harness.plain_output(kbutils, torch, e, out))
+        self.assertIn("1 items", harness.plain_output(kbutils, torch, (e, e), (e,)))
+        self.assertIn("output[1]", harness.plain_output(kbutils, torch, None, (e, torch.ones(1).as_subclass(Sub))))
 
 
 class AllcloseTest(unittest.TestCase):
