@@ -106,7 +106,8 @@ func TestSandbox_HarnessFilesStayOnHost(t *testing.T) {
 
 // TestSandbox_HostileSubmissions: the harness's own defences hold inside
 // the sandbox too: a submission forging verdicts on every descriptor fails,
-// and the secret seed and result descriptor stay hidden from it.
+// and the secret seed and result descriptor stay hidden from it, in the
+// environment and in the harness process's /proc entries.
 func TestSandbox_HostileSubmissions(t *testing.T) {
 	t.Parallel()
 	rt := requireSandbox(t)
@@ -120,7 +121,7 @@ func TestSandbox_HostileSubmissions(t *testing.T) {
 	for _, tt := range []struct {
 		file string
 		pass bool
-	}{{"cheat_fd.py", false}, {"sees_secrets.py", true}} {
+	}{{"cheat_fd.py", false}, {"sees_secrets.py", true}, {"reads_parent.py", true}} {
 		src, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "problems", "testdata", "submissions", tt.file))
 		if err != nil {
 			t.Fatal(err)

@@ -18,7 +18,7 @@ stop() { kill -TERM $pid; wait $pid; }
 spread() { # $1: label, $2: the solution (default the chunked one)
   sol=${2:-$lib/solutions/correct/chunked_add.py}
   for i in $(seq 10); do
-    $kb submit $sol -l vectoradd -g H200 -m benchmark --json > "$data/b$i.json" || echo "run $i failed: $(head -c 300 $data/b$i.json)"
+    $kb submit $sol -l vectoradd -g H200 -m ${MODE:-benchmark} --json > "$data/b$i.json" || echo "run $i failed: $(head -c 300 $data/b$i.json)"
   done
   mkdir -p "$out/runs"; tag=$(echo "$1 $(basename $sol .py)" | tr -c 'a-zA-Z0-9\n' '-')
   for i in $(seq 10); do cp "$data/b$i.json" "$out/runs/$tag-$i.json" 2>/dev/null; done

@@ -42,6 +42,15 @@ MIN_RUNS = 3
 TARGET_REL_ERR = 0.001
 RANKED_SEED_STEP = 13
 
+# The CUDA timer (_Timer). Before each timed call the GPU spins in a sleep
+# kernel for HEAD_START_NS, so the call's launches are queued before its
+# start event runs and the host's launch jitter stays out of the window.
+HEAD_START_NS = 200_000
+# Work that ends later than the call's own stream by more than the
+# calibrated host round trip plus this slack is counted in full.
+TAIL_SLACK_NS = 2_000
+CALIBRATION_ROUNDS = 31
+
 
 def escape(value) -> str:
     return str(value).replace("\\", "\\\\").replace("\n", "\\n")
@@ -175,6 +184,85 @@ def is_cuda_error(text: str) -> bool:
 # Everything below runs in the worker, next to the submission.
 
 
+class _Timer:
+    """Times one call on CUDA so that neither the host's jitter nor work
+    off the caller's stream escapes or distorts it.
+
+    Per call, on the caller's stream: a sleep kernel (the head start), the
+    copy of the input the call gets, the L2 flush, the start event; then
+    the call, an event on its stream when it returns, a synchronize of the
+    whole device and the end event. The time is start to the stream's
+    event, unless the device's work outlasted that stream by more than the
+    host round trip measured at start-up (then the whole window, less that
+    round trip). The input copy is queued after the head start, so a side
+    stream that does not wait for the caller's stream reads stale memory
+    instead of the input, and one that waits starts after the start event.
+    And a call that stays longer on the host than the head start can hide
+    counts at least that excess (the host-clock cross-check)."""
+
+    def __init__(self, torch, clock):
+        self.torch = torch
+        self.clock = clock
+        ev = lambda: torch.cuda.Event(enable_timing=True)  # noqa: E731
+        self.start, self.ret, self.end = ev(), ev(), ev()
+        self.sleep = getattr(torch.cuda, "_sleep", None)
+        self.head_cycles = 0
+        self.tail_ns = 0.0
+        self.calibrate()
+
+    def calibrate(self):
+        torch = self.torch
+        if self.sleep is not None:
+            probe = 1 << 21
+            for _ in range(2):  # the first loads the sleep kernel
+                torch.cuda.synchronize()
+                self.start.record()
+                self.sleep(probe)
+                self.end.record()
+                self.end.synchronize()
+            ns = self.start.elapsed_time(self.end) * 1e6
+            self.head_cycles = max(1, int(probe * HEAD_START_NS / ns)) if ns > 0 else 0
+        tails = []
+        for _ in range(CALIBRATION_ROUNDS):
+            torch.cuda.synchronize()
+            self.head()
+            self.start.record()
+            self.ret.record()
+            torch.cuda.synchronize()
+            self.end.record()
+            self.end.synchronize()
+            tails.append(self.ret.elapsed_time(self.end) * 1e6)
+        tails.sort()
+        self.tail_ns = tails[len(tails) // 2]
+
+    def head(self):
+        if self.head_cycles:
+            self.sleep(self.head_cycles)
+
+    def time(self, kernel, data, clone, flush):
+        """(the input given, the output, ns, whether work past the call's
+        stream was counted)."""
+        torch = self.torch
+        torch.cuda.synchronize()
+        self.head()
+        arg = clone(data)
+        flush()
+        self.start.record()
+        t0 = self.clock()
+        out = kernel(arg)
+        host = self.clock() - t0
+        self.ret.record()
+        torch.cuda.synchronize()
+        self.end.record()
+        self.end.synchronize()
+        stream = self.start.elapsed_time(self.ret) * 1e6
+        whole = self.start.elapsed_time(self.end) * 1e6
+        ns, tail = stream, False
+        if whole - stream > self.tail_ns + TAIL_SLACK_NS:
+            ns, tail = whole - self.tail_ns, True
+        return arg, out, max(ns, float(host - HEAD_START_NS)), tail
+
+
 class _Worker:
     def __init__(self):
         import torch  # noqa: F401  (first, so import errors name torch)
@@ -187,6 +275,7 @@ class _Worker:
         self.dev = kbutils.device()
         self.kernel = None
         self.flush_buf = None
+        self.timer = None
         # What the harness relies on, bound before the submission loads: a
         # submission that replaces any of them is caught (tampered) and
         # cannot slow the clock the harness itself reads.
@@ -197,6 +286,9 @@ class _Worker:
                 self.bound[name] = resolve(self.roots(), name)
             except AttributeError:
                 pass  # a reference without ref_kernel, say
+        if self.dev == "cuda":
+            self.flush_l2()
+            self.timer = _Timer(torch, self.clock)
 
     def roots(self):
         return {"torch": self.torch, "time": time, "kbutils": self.kb, "reference": self.ref}
@@ -280,23 +372,15 @@ class _Worker:
             self.flush_buf = self.torch.empty(max(2 * l2, 256 << 20) // 4, dtype=self.torch.int32, device="cuda")
         self.flush_buf.zero_()
 
-    def time_call(self, kernel, arg):
-        torch = self.torch
-        if self.dev == "cuda":
-            torch.cuda.synchronize()
-            self.flush_l2()
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            out = kernel(arg)
-            # Every stream, not only the current one, so work on a side stream counts.
-            torch.cuda.synchronize()
-            end.record()
-            end.synchronize()
-            return out, start.elapsed_time(end) * 1e6
+    def time_call(self, kernel, data):
+        """(the input given, the output, ns, whether work past the call's
+        stream was counted)."""
+        if self.timer is not None:
+            return self.timer.time(kernel, data, self.kb.clone_data, self.flush_l2)
+        arg = self.kb.clone_data(data)
         t0 = self.clock()
         out = kernel(arg)
-        return out, float(self.clock() - t0)
+        return arg, out, float(self.clock() - t0), False
 
     def benchmark(self, case, kind, recheck):
         repeats, budget_s, wall_s = limits_for(self.dev, kind)
@@ -314,6 +398,7 @@ class _Worker:
             if time.perf_counter() > t_end:
                 break
         times = []
+        tails = 0
         wall0 = time.perf_counter()
         seed = case.get("seed")
         for i in range(repeats):
@@ -321,15 +406,15 @@ class _Worker:
                 fresh = dict(case, seed=seed + RANKED_SEED_STEP * (i + 1))
                 data = self.ref.generate_input(**fresh)
                 expected = self.expected(data)
-            arg = self.kb.clone_data(data)
-            out, ns = self.time_call(kernel, arg)
+            arg, out, ns, tail = self.time_call(kernel, data)
+            tails += tail
             if recheck:
                 if not self.kb.same_data(arg, data):
                     return {"error": f"timed iteration {i}: custom_kernel modified its input; inputs must be left as they were"}
                 ok, msg = self.check(data, expected, out)
                 if not ok:
                     return {"error": f"timed iteration {i}: {msg}"}
-            del out
+            del out, arg
             times.append(ns)
             if len(times) >= MIN_RUNS:
                 s = stats(times)
@@ -337,7 +422,10 @@ class _Worker:
                     break
                 if s["mean"] * len(times) > budget_s * 1e9 or time.perf_counter() - wall0 > wall_s:
                     break
-        return {"times": times}
+        reply = {"times": times, "tails": tails}
+        if self.timer is not None:
+            reply["tail_ns"] = self.timer.tail_ns
+        return reply
 
     def profile(self, case):
         torch = self.torch
@@ -545,14 +633,44 @@ def run_benchmarks(out: Popcorn, pool: Pool, cases, kind: str) -> int:
 
             out.log(f"benchmark.{i}.report", base64.b64encode(reply["report"].encode()).decode())
             continue
-        s = stats(reply["times"])
+        times = reply.get("times")
+        if not (isinstance(times, list) and times and all(isinstance(t, (int, float)) and math.isfinite(t) and t >= 0 for t in times)):
+            out.log(f"benchmark.{i}.status", "fail")
+            out.log(f"benchmark.{i}.error", "the submission's process sent no valid times")
+            out.log("check", "fail")
+            return EXIT_VALIDATION
+        s = stats(times)
         for key in ("runs", "mean", "std", "err", "best", "worst"):
             out.log(f"benchmark.{i}.{key}", s[key] if key == "runs" else f"{s[key]:.3f}")
+        # How many timed calls left work running past their own stream
+        # (counted in full), against the host round trip of this process.
+        tails, trip = reply.get("tails", 0), reply.get("tail_ns")
+        out.log(f"benchmark.{i}.tails", tails if isinstance(tails, int) else -1)
+        if isinstance(trip, (int, float)) and math.isfinite(trip):
+            out.log(f"benchmark.{i}.round_trip", f"{trip:.0f}")
     out.log("check", "pass")
     return EXIT_OK
 
 
+def undumpable():
+    """Make this process non-dumpable: the worker runs as the same user, and
+    without this it could read our environment (the secret seed is still in
+    /proc/PID/environ after the pop), open our result descriptor through
+    /proc/PID/fd or write our memory through /proc/PID/mem. Linux only; a
+    no-op elsewhere."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_DUMPABLE = 4
+        if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+            print(f"kernelbox harness: prctl(PR_SET_DUMPABLE): errno {ctypes.get_errno()}", file=sys.stderr)
+    except (OSError, AttributeError):
+        pass
+
+
 def main(argv) -> int:
+    undumpable()
     out = open_popcorn()
     secret = os.environ.pop("POPCORN_SEED", None)
     if len(argv) != 3 or argv[1] not in ("test", "benchmark", "leaderboard", "profile"):
