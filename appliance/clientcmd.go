@@ -330,7 +330,7 @@ func runLeaderboard(c *cli.Context) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  RANK\tUSER\tSCORE\tSUBMISSION\tWHEN")
 		for _, row := range r.Rows {
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%s\n", row.Rank, row.User, formatNS(row.Score*1e9), row.Submission, row.At.Format("2006-01-02 15:04"))
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%s\n", row.Rank, row.User, problems.FormatNS(row.Score*1e9), row.Submission, row.At.Format("2006-01-02 15:04"))
 		}
 		tw.Flush()
 	}
@@ -567,7 +567,7 @@ func printResult(w io.Writer, res SubmitResult, verbose bool) {
 			case b.Report != "": // profile mode: the profiler's table
 				fmt.Fprintf(w, "  bench %-2d %s\n%s\n", b.Index, b.Spec, indent(decodeReport(b.Report), "    "))
 			case b.Error == "" && b.Mean > 0:
-				fmt.Fprintf(w, "  bench %-2d %-40s mean %10s  best %10s  runs %d\n", b.Index, b.Spec, formatNS(b.Mean), formatNS(b.Best), b.Runs)
+				fmt.Fprintf(w, "  bench %-2d %-40s mean %10s  best %10s  runs %d\n", b.Index, b.Spec, problems.FormatNS(b.Mean), problems.FormatNS(b.Best), b.Runs)
 			}
 		}
 	}
@@ -590,7 +590,7 @@ func printResult(w io.Writer, res SubmitResult, verbose bool) {
 	case res.Status == StatusCancelled:
 		fmt.Fprintf(w, "CANCELLED: submission %d\n", res.ID)
 	case res.Passed && res.Score != nil:
-		fmt.Fprintf(w, "PASSED: submission %d, score %s", res.ID, formatNS(*res.Score*1e9))
+		fmt.Fprintf(w, "PASSED: submission %d, score %s", res.ID, problems.FormatNS(*res.Score*1e9))
 		if res.Rank > 0 {
 			fmt.Fprintf(w, ", rank %d on %s", res.Rank, res.GPU)
 		}
@@ -647,7 +647,7 @@ func submissionsCommand() *cli.Command {
 					for _, s := range subs {
 						score := "-"
 						if s.Score != nil {
-							score = formatNS(*s.Score * 1e9)
+							score = problems.FormatNS(*s.Score * 1e9)
 						}
 						fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%v\t%s\t%s\n", s.ID, s.User, s.Leaderboard, s.GPUType, s.Mode, s.Status,
 							s.Passed, score, s.Created.Format("2006-01-02 15:04:05"))

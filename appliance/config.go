@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"kernelbox/gpu"
+	"kernelbox/problems"
 )
 
 // ErrConfig marks every configuration error.
@@ -132,6 +133,28 @@ type MeasureConfig struct {
 	// "standard" for AMD's profile_standard (which an AMD GPU gets for any
 	// entry). Types without an entry keep the driver's default.
 	Clocks map[string]string `yaml:"clocks"`
+	// Ceilings are a GPU type's peak rates for the problems' physics
+	// floors, over the datasheet figures kernelbox knows (gpu.PeakOf); a
+	// type with neither has no floor.
+	Ceilings map[string]problems.Ceilings `yaml:"ceilings"`
+	// FloorSlack is the fraction of a physics floor a time may reach
+	// before the run is flagged (0: problems.DefaultFloorSlack).
+	FloorSlack float64 `yaml:"floor_slack"`
+}
+
+// ceilings are the peak rates a slot's times are held to, or nil.
+func (m MeasureConfig) ceilings(slot Slot) *problems.Ceilings {
+	if c, ok := m.Ceilings[slot.GPUType]; ok {
+		return &c
+	}
+	if slot.GPU == nil {
+		return nil
+	}
+	p, ok := gpu.PeakOf(gpu.TypeOf(slot.GPU.Name, nil))
+	if !ok {
+		return nil
+	}
+	return &problems.Ceilings{BytesPerSec: p.BytesPerSec, BF16PerSec: p.BF16PerSec, Int8PerSec: p.Int8PerSec}
 }
 
 func (m MeasureConfig) gateConfig() gpu.GateConfig {
@@ -244,6 +267,14 @@ func (c *Config) Validate() error {
 		}
 		if _, _, err := clockRange(v); err != nil {
 			bad("measurement.clocks", "%s: %v", t, err)
+		}
+	}
+	if s := c.Measurement.FloorSlack; s < 0 || s > 1 {
+		bad("measurement.floor_slack", "want a fraction between 0 and 1, got %g", s)
+	}
+	for t, ce := range c.Measurement.Ceilings {
+		if ce.BytesPerSec < 0 || ce.BF16PerSec < 0 || ce.Int8PerSec < 0 {
+			bad("measurement.ceilings", "%s: rates must not be negative", t)
 		}
 	}
 	if c.CPUSlots < 0 || c.CPUSlots > 256 {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,6 +25,7 @@ import (
 	"kernelbox/gpu"
 	"kernelbox/gpu/gputest"
 	"kernelbox/internal/testutil"
+	"kernelbox/policies"
 	"kernelbox/problems"
 	"kernelbox/sandbox"
 )
@@ -154,19 +156,36 @@ func (td *testDaemon) loadQuick() {
 // on the given GPU types ("[H200, cpu]").
 func (td *testDaemon) loadQuickOn(gpus string) {
 	td.t.Helper()
-	prob := filepath.Join(td.t.TempDir(), "quickgpu")
+	td.loadQuickAs("quickgpu", "gpus: [cpu]", "gpus: "+gpus)
+}
+
+// loadQuickAs loads a copy of the quick problem under another name, its
+// task.yml edited (old replaced by new).
+func (td *testDaemon) loadQuickAs(name, old, new string) {
+	td.t.Helper()
+	prob := filepath.Join(td.t.TempDir(), name)
 	if err := os.CopyFS(prob, os.DirFS(filepath.Join("testdata", "quick"))); err != nil {
 		td.t.Fatal(err)
 	}
-	task, err := os.ReadFile(filepath.Join(prob, "task.yml"))
-	if err != nil {
-		td.t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(prob, "task.yml"), []byte(strings.Replace(string(task), "gpus: [cpu]", "gpus: "+gpus, 1)), 0o644); err != nil {
-		td.t.Fatal(err)
-	}
+	editFile(td.t, filepath.Join(prob, "task.yml"), old, new)
 	if _, errOut, code := td.cli(td.token, "admin", "problems", "load", prob); code != 0 {
-		td.t.Fatalf("load quickgpu: exit %d: %s", code, errOut)
+		td.t.Fatalf("load %s: exit %d: %s", name, code, errOut)
+	}
+}
+
+// editFile replaces the first old with new in a file, failing the test if
+// old is not there (an edit that silently did nothing proves nothing).
+func editFile(t testing.TB, path, old, new string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), old) {
+		t.Fatalf("%s does not contain %q", path, old)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(data), old, new, 1)), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -1160,5 +1179,47 @@ func TestDaemon_Scanner(t *testing.T) {
 	}
 	if out, _, _ := td.cli(td.token, "admin", "review"); !strings.Contains(out, "no submission waits for review") {
 		t.Errorf("admin review after both = %s", out)
+	}
+}
+
+// TestDaemon_PhysicsFloor: a ranked time under the problem's physics floor
+// (bytes moved at the slot's peak bandwidth, here a CPU slot given an
+// absurdly low one) flags the submission out of the rankings, and its score
+// counts each shape at the floor, not below.
+func TestDaemon_PhysicsFloor(t *testing.T) {
+	t.Parallel()
+	td := startDaemon(t, t.TempDir(), func(c *Config) {
+		c.Measurement.Ceilings = map[string]problems.Ceilings{"cpu": {BytesPerSec: 1e6}}
+	})
+	td.loadQuickAs("floored", "ranking_by: geom", "ranking_by: geom\nfloor: {bytes: \"16 * n\"}")
+	ctx := t.Context()
+	alice, _ := td.user("alice")
+	sub, err := alice.Submit(ctx, SubmitRequest{Leaderboard: "floored", Mode: "leaderboard", Code: []byte("def custom_kernel(xs):\n    return [2 * x for x in xs]\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := td.admin.Wait(ctx, sub.ID, nil)
+	if err != nil || !v.Passed || v.Score == nil {
+		t.Fatalf("submission = %+v, %v; want passed with a score", v, err)
+	}
+	// Floors 1.6 ms and 16 ms at 1 MB/s, halved by the default slack.
+	if want := math.Sqrt(0.8e-3 * 8e-3); math.Abs(*v.Score-want) > 1e-9 {
+		t.Errorf("score = %v s, want %v (each shape at its floor)", *v.Score, want)
+	}
+	var floor []policies.Finding
+	for _, f := range v.Findings {
+		if f.Rule == policies.RulePhysicsFloor {
+			floor = append(floor, f)
+		}
+	}
+	// Both shapes, in both the public and the secret run.
+	if v.Review != ReviewFlagged || len(floor) != 4 || !strings.Contains(floor[0].Message, "benchmark 0 (n: 100; seed: 3): mean") {
+		t.Errorf("review %q, findings %+v; want flagged with four PHYSICS_FLOOR findings naming the public case", v.Review, v.Findings)
+	}
+	if r, err := td.admin.Ranking(ctx, "floored", "cpu"); err != nil || len(r.Rankings) != 1 || len(r.Rankings[0].Rows) != 0 {
+		t.Errorf("ranking = %+v, %v; want nobody (the only submission is flagged)", r, err)
+	}
+	if out, _, code := td.cli(td.token, "admin", "review"); code != 0 || !strings.Contains(out, "PHYSICS_FLOOR") {
+		t.Errorf("admin review = exit %d:\n%s", code, out)
 	}
 }

@@ -254,7 +254,7 @@ func writeReport(w io.Writer, rep *problems.Report, verbose bool) {
 						rel = 100 * b.Err / b.Mean
 					}
 					fmt.Fprintf(w, "  bench %-2d %-40s mean %10s ± %.2f%%  best %10s  worst %10s  runs %d\n",
-						b.Index, b.Spec, formatNS(b.Mean), rel, formatNS(b.Best), formatNS(b.Worst), b.Runs)
+						b.Index, b.Spec, problems.FormatNS(b.Mean), rel, problems.FormatNS(b.Best), problems.FormatNS(b.Worst), b.Runs)
 				}
 			}
 		}
@@ -272,7 +272,7 @@ func writeReport(w io.Writer, rep *problems.Report, verbose bool) {
 	}
 	fmt.Fprintln(w)
 	if rep.Score != nil {
-		fmt.Fprintf(w, "score: %s (%s of %d benchmark means)\n", formatNS(*rep.Score*1e9), rep.RankingBy, len(rep.Benchmarks))
+		fmt.Fprintf(w, "score: %s (%s of %d benchmark means)\n", problems.FormatNS(*rep.Score*1e9), rep.RankingBy, len(rep.Benchmarks))
 	}
 	if rep.Passed {
 		fmt.Fprintln(w, "PASSED")
@@ -317,18 +317,4 @@ func indent(s, prefix string) string {
 		lines[i] = prefix + lines[i]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// formatNS prints a duration given in nanoseconds with three significant
-// digits in the unit that suits it.
-func formatNS(ns float64) string {
-	switch {
-	case ns >= 1e9:
-		return fmt.Sprintf("%.3f s", ns/1e9)
-	case ns >= 1e6:
-		return fmt.Sprintf("%.3f ms", ns/1e6)
-	case ns >= 1e3:
-		return fmt.Sprintf("%.3f µs", ns/1e3)
-	}
-	return fmt.Sprintf("%.0f ns", ns)
 }

@@ -219,7 +219,7 @@ func runCheck(c *cli.Context) error {
 			case r.OK:
 				extra := ""
 				if r.Report.Score != nil {
-					extra = "score " + formatNS(*r.Report.Score*1e9)
+					extra = "score " + problems.FormatNS(*r.Report.Score*1e9)
 				} else if !r.Report.Passed {
 					extra = "failed as it should: " + firstLineOf(r.Report.Reason)
 				}

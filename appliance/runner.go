@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"kernelbox/gpu"
+	"kernelbox/policies"
 	"kernelbox/problems"
 	"kernelbox/queue"
 	"kernelbox/sandbox"
@@ -502,6 +503,9 @@ func (r *runner) handle(log *slog.Logger, slot Slot, l *queue.Lease) {
 		return
 	}
 	res := RunResult{Status: StatusDone, Passed: rep.Passed, Reason: rep.Reason, Profile: profile}
+	for _, why := range rep.BelowFloor {
+		res.Findings = append(res.Findings, policies.Finding{Rule: policies.RulePhysicsFloor, Verdict: policies.ScanFlag, Message: why})
+	}
 	if tel != nil {
 		res.Telemetry, _ = json.Marshal(struct {
 			Gate *gpu.Telemetry `json:"gate,omitempty"`
@@ -583,8 +587,8 @@ func (r *runner) evaluate(ctx context.Context, slot Slot, rc *RunContext) (*prob
 		profiler = &p
 	}
 	rep, err := problems.Evaluate(ctx, launcher, t, problems.EvalOptions{
-		Profiler: profiler,
-		Mode:     mode, Python: r.python.Path, Device: slot.Device, Seed: seed, Env: env, WorkDir: work,
+		Profiler: profiler, Ceilings: r.measure.ceilings(slot), FloorSlack: r.measure.FloorSlack,
+		Mode: mode, Python: r.python.Path, Device: slot.Device, Seed: seed, Env: env, WorkDir: work,
 		Submission: rc.Code, OutputLimit: 64 << 10,
 		OnTest: func(phase string, tr problems.TestResult) {
 			if rc.Run.Secret {

@@ -206,6 +206,9 @@ type RunResult struct {
 	SystemInfo []byte
 	Telemetry  []byte
 	Profile    string
+	// Findings are the run's own (a time under the physics floor): like
+	// the scanner's flags they hold the submission for review.
+	Findings []policies.Finding
 }
 
 // FinishRun stores a run's result if lease still holds it, and when it was
@@ -234,12 +237,48 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, lease string, res Ru
 			map[string]any{"run": runID, "secret": secret, "status": res.Status, "passed": res.Passed, "reason": reason}); err != nil {
 			return err
 		}
+		if err := flagSubmission(ctx, tx, s.now(), subID, res.Findings); err != nil {
+			return err
+		}
 		return settle(ctx, tx, s.now(), subID)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return s.Submission(ctx, subID)
+}
+
+// flagSubmission adds a run's findings to its submission's and holds it
+// for review again, even one an organiser cleared of the scanner's flags:
+// these are new. A confirmed hack stays confirmed.
+func flagSubmission(ctx context.Context, tx *txn, now time.Time, subID int64, findings []policies.Finding) error {
+	if len(findings) == 0 {
+		return nil
+	}
+	var stored string
+	if err := tx.QueryRowContext(ctx, `SELECT findings FROM submissions WHERE id = ?`, subID).Scan(&stored); err != nil {
+		return err
+	}
+	var all []policies.Finding
+	if stored != "" {
+		if err := json.Unmarshal([]byte(stored), &all); err != nil {
+			return fmt.Errorf("submission %d: stored findings: %w", subID, err)
+		}
+	}
+	b, err := json.Marshal(append(all, findings...))
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE submissions SET findings = ?,
+			review = CASE WHEN review = ? THEN review ELSE ? END WHERE id = ?`,
+		string(b), ReviewConfirmed, ReviewFlagged, subID); err != nil {
+		return err
+	}
+	rules := make([]string, len(findings))
+	for i, f := range findings {
+		rules[i] = f.Rule
+	}
+	return appendEvent(ctx, tx, now, "submission.flagged", 0, subID, map[string]any{"rules": rules})
 }
 
 // settle closes the submission once none of its runs is open.

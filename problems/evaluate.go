@@ -59,7 +59,18 @@ type EvalOptions struct {
 	// Profiler, when set, runs profile mode under Nsight Compute; without
 	// it the harness prints PyTorch's profiler table.
 	Profiler *Profiler
+	// Ceilings, when set, are the GPU's peak rates: with the task's floor
+	// they bound each benchmark's time from below (Report.BelowFloor).
+	Ceilings *Ceilings
+	// FloorSlack is the fraction of the floor a time may reach before it is
+	// impossible; 0 means DefaultFloorSlack.
+	FloorSlack float64
 }
+
+// DefaultFloorSlack: a time under half the physics floor is impossible,
+// even allowing for writes still in L2 when the end event runs and for a
+// formula that counts a little more than a clever kernel must move.
+const DefaultFloorSlack = 0.5
 
 // Phase is one harness run of an evaluation.
 type Phase struct {
@@ -92,6 +103,10 @@ type Report struct {
 	Phases    []Phase   `json:"phases"`
 	// Profile is profile mode's Nsight Compute report, when it ran under ncu.
 	Profile *ProfileResult `json:"profile,omitempty"`
+	// BelowFloor says, per benchmark, where a time was faster than the GPU
+	// can physically go: a broken timer or a cheat, for an organiser to
+	// look at.
+	BelowFloor []string `json:"below_floor,omitempty"`
 }
 
 // Materialize writes the task's files into dir, the submission in place of
@@ -231,6 +246,9 @@ func Evaluate(ctx context.Context, l Launcher, t *Task, opts EvalOptions) (*Repo
 			}
 		}
 	}
+	if err := applyFloor(t, opts, rep); err != nil {
+		return nil, fmt.Errorf("evaluate %s: %w", t.Name, err)
+	}
 	rep.Passed = true
 	if opts.Mode == ModeLeaderboard {
 		score, err := Score(t.RankingBy, rep.Benchmarks)
@@ -367,4 +385,53 @@ func compileCUDA(ctx context.Context, l Launcher, t *Task, opts EvalOptions) (Ph
 		}
 	}
 	return ph, nil
+}
+
+// applyFloor sets each benchmark's MinNs from the task's floor and the GPU's
+// ceilings, and notes the means below it.
+func applyFloor(t *Task, opts EvalOptions, rep *Report) error {
+	if t.Floor == nil || opts.Ceilings == nil {
+		return nil
+	}
+	slack := opts.FloorSlack
+	if slack <= 0 {
+		slack = DefaultFloorSlack
+	}
+	cases := t.BenchmarksFor(opts.Device)
+	for i := range rep.Benchmarks {
+		b := &rep.Benchmarks[i]
+		// The message names the task's case, not b.Spec: a private run's
+		// spec carries the seed mixed with the secret.
+		if b.Index < 0 || b.Index >= len(cases) {
+			continue
+		}
+		ns, err := t.Floor.Ns(cases[b.Index], *opts.Ceilings)
+		if err != nil {
+			return err
+		}
+		if ns <= 0 {
+			continue
+		}
+		b.MinNs = ns * slack
+		if b.Runs > 0 && b.Mean < b.MinNs {
+			rep.BelowFloor = append(rep.BelowFloor, fmt.Sprintf(
+				"benchmark %d (%s): mean %s is under %s, %.0f %% of the least time this GPU's peak bandwidth and throughput allow (%s)",
+				b.Index, cases[b.Index], FormatNS(b.Mean), FormatNS(b.MinNs), slack*100, FormatNS(ns)))
+		}
+	}
+	return nil
+}
+
+// FormatNS prints a duration given in nanoseconds with three decimals in
+// the unit that suits it.
+func FormatNS(ns float64) string {
+	switch {
+	case ns >= 1e9:
+		return fmt.Sprintf("%.3f s", ns/1e9)
+	case ns >= 1e6:
+		return fmt.Sprintf("%.3f ms", ns/1e6)
+	case ns >= 1e3:
+		return fmt.Sprintf("%.3f µs", ns/1e3)
+	}
+	return fmt.Sprintf("%.0f ns", ns)
 }

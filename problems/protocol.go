@@ -72,6 +72,10 @@ type BenchmarkResult struct {
 	Best   float64 `json:"best_ns"`
 	Worst  float64 `json:"worst_ns"`
 	Report string  `json:"report,omitempty"` // profile mode: base64 text
+	// MinNs is the least time the problem's physics floor allows on this
+	// GPU (the floor times the slack), set by Evaluate; 0 when unknown.
+	// Score counts a faster mean as this.
+	MinNs float64 `json:"min_ns,omitempty"`
 }
 
 // Result is the parsed POPCORN stream of one harness run.
@@ -285,32 +289,36 @@ func sortedKeys[V any](m map[int]V) []int {
 }
 
 // Score turns per-benchmark means into one number of seconds, lower being
-// better, as KernelBot's compute_score does.
+// better, as KernelBot's compute_score does, except that no mean counts as
+// less than its physics floor (MinNs): one shape faked to near zero cannot
+// collapse a geometric mean.
 func Score(by RankingBy, benches []BenchmarkResult) (float64, error) {
 	if len(benches) == 0 {
 		return 0, errors.New("score: no benchmark results")
 	}
-	for _, b := range benches {
+	means := make([]float64, len(benches))
+	for i, b := range benches {
 		if b.Runs == 0 || b.Mean <= 0 {
 			return 0, fmt.Errorf("score: benchmark %d has no timed runs", b.Index)
 		}
+		means[i] = math.Max(b.Mean, b.MinNs)
 	}
 	switch by {
 	case RankLast, "":
 		if len(benches) != 1 {
 			return 0, fmt.Errorf("score: ranking_by last needs exactly one benchmark, got %d", len(benches))
 		}
-		return benches[0].Mean / 1e9, nil
+		return means[0] / 1e9, nil
 	case RankMean:
 		sum := 0.0
-		for _, b := range benches {
-			sum += b.Mean
+		for _, m := range means {
+			sum += m
 		}
 		return sum / float64(len(benches)) / 1e9, nil
 	case RankGeom:
 		logSum := 0.0
-		for _, b := range benches {
-			logSum += math.Log(b.Mean / 1e9)
+		for _, m := range means {
+			logSum += math.Log(m / 1e9)
 		}
 		return math.Exp(logSum / float64(len(benches))), nil
 	}

@@ -100,6 +100,9 @@ func TestScore(t *testing.T) {
 		{RankGeom, nil, 0, true},
 		{RankMean, []BenchmarkResult{{Runs: 0, Mean: 0}}, 0, true},
 		{"best", b(1), 0, true},
+		// A shape faked to 1 ns counts as its physics floor (MinNs), 1e5.
+		{RankGeom, []BenchmarkResult{{Runs: 3, Mean: 1e5}, {Index: 1, Runs: 3, Mean: 1, MinNs: 1e5}}, 1e-4, false},
+		{RankGeom, []BenchmarkResult{{Runs: 3, Mean: 1e3, MinNs: 10}, {Index: 1, Runs: 3, Mean: 1e5}}, 1e-5, false},
 	}
 	for _, tt := range tests {
 		got, err := Score(tt.by, tt.benches)

@@ -87,6 +87,8 @@ type Task struct {
 	// CPUBenchmarks replace Benchmarks on the CPU backend, where model-sized
 	// shapes would take minutes.
 	CPUBenchmarks []Case
+	// Floor, when set, is the physics floor of every benchmark case.
+	Floor *Floor
 
 	// Warnings are things an author should look at that do not stop the
 	// problem from loading, such as fields this loader does not know.
@@ -129,7 +131,7 @@ func (t *Task) BenchmarksFor(device string) []Case {
 var (
 	identRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	knownTop = []string{"files", "lang", "config", "description", "templates", "tests", "benchmarks",
-		"test_timeout", "benchmark_timeout", "ranked_timeout", "ranking_by", "multi_gpu", "gpus", "cpu_benchmarks"}
+		"test_timeout", "benchmark_timeout", "ranked_timeout", "ranking_by", "multi_gpu", "gpus", "cpu_benchmarks", "floor"}
 )
 
 // LoadTask reads and validates dir/task.yml. The error lists every problem
@@ -224,6 +226,8 @@ func ParseTask(dir, file string, data []byte) (*Task, error) {
 			}
 		case "gpus":
 			t.GPUs = stringList(c, "gpus", v)
+		case "floor":
+			t.Floor = parseFloor(c, v)
 		default:
 			t.Warnings = append(t.Warnings, fmt.Sprintf("%s:%d: unknown field %q is ignored", file, k.Line, k.Value))
 		}
@@ -235,6 +239,7 @@ func ParseTask(dir, file string, data []byte) (*Task, error) {
 		}
 	}
 	validateTask(c, t, present)
+	validateFloor(c, t)
 	if err := c.err(); err != nil {
 		return nil, err
 	}

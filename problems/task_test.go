@@ -89,6 +89,12 @@ func TestLoadTask_Invalid(t *testing.T) {
 		{"duplicate key", validTask + "lang: cu\n", []string{"task.yml:15: lang: appears twice"}},
 		{"unknown template", strings.Replace(validTask, "{Python: tmpl.py}", "{Rust: tmpl.py}", 1), []string{"templates.Rust: unknown template kind"}},
 		{"multi_gpu needs world_size", validTask + "multi_gpu: true\n", []string{"tests[0].world_size: multi_gpu problems need a positive integer world_size"}},
+		{"floor bad formula", validTask + "floor: {bytes: \"3 * size *\"}\n", []string{`task.yml:15: floor.bytes: formula "3 * size *": at column 11: the formula ends too soon`}},
+		{"floor unknown name", validTask + "floor: {bytes: \"2 * rows\"}\n", []string{`floor.bytes: on benchmarks[0] (size: 4096; seed: 3): the case has no number "rows"`}},
+		{"floor negative", validTask + "floor: {flops: \"size - 5000\"}\n", []string{"floor.flops: on benchmarks[0] (size: 4096; seed: 3): is -904, not a count"}},
+		{"floor bad math", validTask + "floor: {flops: size, math: fp4}\n", []string{`floor.math: must be one of bf16, int8, fp8, got "fp4"`}},
+		{"floor empty", validTask + "floor: {math: int8}\n", []string{"floor: needs bytes, flops or both"}},
+		{"floor unknown function", validTask + "floor: {bytes: \"log(size)\"}\n", []string{`unknown function "log"`}},
 		{"cu needs sources", strings.Replace(validTask, "lang: py\nconfig: {main: eval.py}", "lang: cu\nconfig: {sources: [main.cu]}", 1), []string{`config.sources[0]: "main.cu" is not one of the files`}},
 	}
 	for _, tt := range tests {

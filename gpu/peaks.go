@@ -1,0 +1,36 @@
+package gpu
+
+// Peak is a GPU model's datasheet peak: memory bandwidth and dense
+// (not sparse) tensor-core throughput. No kernel beats it, so with a
+// problem's bytes and operations per case it gives the least time a correct
+// kernel can take; a ranked time far below that is a broken timer or a
+// cheat.
+type Peak struct {
+	BytesPerSec float64 // HBM or GDDR bandwidth
+	BF16PerSec  float64 // dense fp16/bf16 tensor FLOP/s
+	Int8PerSec  float64 // dense int8 (or fp8, the larger) tensor op/s
+}
+
+// peaks are vendors' published figures for the SXM or OAM part where
+// there are several (the fastest form is the safe bound).
+var peaks = map[string]Peak{
+	"A100":   {2.039e12, 312e12, 624e12},
+	"H100":   {3.35e12, 989e12, 1979e12},
+	"H200":   {4.8e12, 989e12, 1979e12},
+	"H20":    {4.0e12, 148e12, 296e12},
+	"GH200":  {4.9e12, 989e12, 1979e12},
+	"B200":   {8e12, 2250e12, 4500e12},
+	"L40S":   {0.864e12, 362e12, 733e12},
+	"L4":     {0.3e12, 121e12, 242e12},
+	"MI250X": {3.2e12, 383e12, 383e12},
+	"MI300X": {5.3e12, 1307e12, 2615e12},
+	"MI325X": {6e12, 1307e12, 2615e12},
+	"MI355X": {8e12, 2500e12, 5000e12},
+}
+
+// PeakOf returns the datasheet peak of a GPU model named as TypeOf names
+// it without aliases (H200, MI300X).
+func PeakOf(model string) (Peak, bool) {
+	p, ok := peaks[model]
+	return p, ok
+}
