@@ -28,6 +28,14 @@ for p in d.get("phases") or []:
   start /tmp/kb-locked.yaml
   spread "locked at $lock MHz, _Timer" $lib/templates/triton.py
   spread "locked at $lock MHz, _Timer" $lib/solutions/correct/chunked_add.py
+  step "the last run's physics floor and findings (an honest kernel: none)"
+  lid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$data/b10.json")
+  $kb submissions show "$lid" --json | python3 -c '
+import json, sys
+v = json.load(sys.stdin)
+print("review", repr(v.get("review")), "findings", v.get("findings"))
+rep = json.loads(v["runs"][0]["report"]) if isinstance(v["runs"][0].get("report"), str) else v["runs"][0].get("report") or {}
+print("min_ns", [b.get("min_ns") for b in rep.get("benchmarks") or []], "means", [b.get("mean_ns") for b in rep.get("benchmarks") or []])' 2>&1 | cut -c1-400
   stop
   step "guards and cheats, kernelbox eval -m leaderboard"
   for f in $lib/templates/triton.py $lib/solutions/correct/chunked_add.py problems/testdata/cheats/vectoradd_clock_patch.py \

@@ -7,8 +7,9 @@ the harness before its _Timer), "events" (the end event recorded on the
 stream right after the call, as Triton's do_bench does) and "harness" (the
 harness's own _Timer from problems/library/harness/eval.py: a head start,
 the stream's event, and the device-wide end only when work outlasts the
-stream). Prints each way's mean per process and the coefficient of
-variation across processes.
+stream, each case's round trip calibrated and a long tail timed again).
+Prints the round trip against the host's wait, each way's mean per
+process and the coefficient of variation across processes.
 
     python3 bench/timer-spread.py            # the parent: starts the children
 """
@@ -35,8 +36,16 @@ def child():
 
     flush = torch.empty(256 << 20 >> 2, dtype=torch.int32, device="cuda")
     timer = _Timer(torch, time.perf_counter_ns)
-    out = {"round_trip_ns": timer.tail_ns}
-    tails = 0
+    clone = lambda d: tuple(x.clone() for x in d)  # noqa: E731
+    add = lambda d: d[0] + d[1]  # noqa: E731
+    # The host's round trip against how long it waited for the device.
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
+    trips = {}
+    for wait_us in (0, 30, 100, 300, 1000):
+        timer.calibrate(wait_us * 1000, (a, a), clone, flush.zero_)
+        trips[wait_us] = (timer.tail_ns, timer.tail_limit_ns)
+    out = {"round_trip_ns": trips}
+    tails = retries = 0
     for rows, cols in SHAPES:
         a = torch.randn(rows, cols, device="cuda", dtype=torch.float16)
         b = torch.randn(rows, cols, device="cuda", dtype=torch.float16)
@@ -44,8 +53,11 @@ def child():
             a + b
         torch.cuda.synchronize()
         t = {"synced": [], "events": [], "harness": []}
+        sizing = min(timer.once(add, (a, b), clone, flush.zero_)[2] for _ in range(3))
+        timer.calibrate(sizing, (a, b), clone, flush.zero_)
+        timer.retries = 0
         for _ in range(100):
-            _, r, ns, tail = timer.time(lambda d: d[0] + d[1], (a, b), lambda d: tuple(x.clone() for x in d), flush.zero_)
+            _, r, ns, tail = timer.time(add, (a, b), clone, flush.zero_)
             t["harness"].append(ns / 1e3)
             tails += tail
             del r
@@ -65,7 +77,8 @@ def child():
                 t[way].append(s.elapsed_time(e) * 1e3)
                 del r
         out[f"{rows}x{cols}"] = {w: (statistics.mean(v), statistics.stdev(v)) for w, v in t.items()}
-    out["tails"] = tails
+        retries += timer.retries
+    out["tails"], out["retries"] = tails, retries
     print(json.dumps(out))
 
 
@@ -74,8 +87,10 @@ def main():
     for _ in range(10):
         p = subprocess.run([sys.executable, __file__, "--child"], capture_output=True, text=True, check=True)
         runs.append(json.loads(p.stdout.strip().splitlines()[-1]))
-    print("harness round trip per process (ns):", [round(r["round_trip_ns"]) for r in runs],
-          "calls whose tail was counted:", [r["tails"] for r in runs])
+    for wait in runs[0]["round_trip_ns"]:
+        print(f"round trip after a {wait:>4s} us wait, median (limit) per process, us:",
+              " ".join(f"{r['round_trip_ns'][wait][0] / 1e3:.1f} ({r['round_trip_ns'][wait][1] / 1e3:.1f})" for r in runs))
+    print("calls whose tail was counted:", [r["tails"] for r in runs], "retried:", [r["retries"] for r in runs])
     for shape in SHAPES:
         shape = f"{shape[0]}x{shape[1]}"
         for way in ("synced", "events", "harness"):
