@@ -1208,7 +1208,7 @@ func TestDaemon_PhysicsFloor(t *testing.T) {
 	}
 	var floor []policies.Finding
 	for _, f := range v.Findings {
-		if f.Rule == policies.RulePhysicsFloor {
+		if f.Rule == problems.FlagPhysicsFloor {
 			floor = append(floor, f)
 		}
 	}

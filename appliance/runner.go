@@ -503,8 +503,8 @@ func (r *runner) handle(log *slog.Logger, slot Slot, l *queue.Lease) {
 		return
 	}
 	res := RunResult{Status: StatusDone, Passed: rep.Passed, Reason: rep.Reason, Profile: profile}
-	for _, why := range rep.BelowFloor {
-		res.Findings = append(res.Findings, policies.Finding{Rule: policies.RulePhysicsFloor, Verdict: policies.ScanFlag, Message: why})
+	for _, f := range rep.Flags {
+		res.Findings = append(res.Findings, policies.Finding{Rule: f.Rule, Verdict: policies.ScanFlag, Message: f.Message})
 	}
 	if tel != nil {
 		res.Telemetry, _ = json.Marshal(struct {

@@ -35,12 +35,8 @@ type ScanRule struct {
 	Patterns []*regexp.Regexp
 }
 
-// RulePhysicsFloor is the runner's finding, not the scanner's: a benchmark
-// timed faster than the GPU's peak bandwidth and throughput allow for the
-// problem's bytes and operations. Its Line is 0.
-const RulePhysicsFloor = "PHYSICS_FLOOR"
-
-// Finding is one rule matching one line.
+// Finding is one rule matching one line, or with Line 0 one of the
+// runner's flags about a run's timings (problems.Flag).
 type Finding struct {
 	Rule    string      `json:"rule"`
 	Verdict ScanVerdict `json:"verdict"`

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -60,7 +61,7 @@ type EvalOptions struct {
 	// it the harness prints PyTorch's profiler table.
 	Profiler *Profiler
 	// Ceilings, when set, are the GPU's peak rates: with the task's floor
-	// they bound each benchmark's time from below (Report.BelowFloor).
+	// they bound each benchmark's time from below (a PHYSICS_FLOOR flag).
 	Ceilings *Ceilings
 	// FloorSlack is the fraction of the floor a time may reach before it is
 	// impossible; 0 means DefaultFloorSlack.
@@ -103,11 +104,31 @@ type Report struct {
 	Phases    []Phase   `json:"phases"`
 	// Profile is profile mode's Nsight Compute report, when it ran under ncu.
 	Profile *ProfileResult `json:"profile,omitempty"`
-	// BelowFloor says, per benchmark, where a time was faster than the GPU
-	// can physically go: a broken timer or a cheat, for an organiser to
-	// look at.
-	BelowFloor []string `json:"below_floor,omitempty"`
+	// Flags are what the timings themselves give away, for an organiser to
+	// look at: a time faster than the GPU can physically go, work left
+	// running after the calls returned.
+	Flags []Flag `json:"flags,omitempty"`
 }
+
+// Flag is one suspicion about a run's timings.
+type Flag struct {
+	Rule    string `json:"rule"`
+	Message string `json:"message"`
+}
+
+// The rules of Flag.
+const (
+	// FlagPhysicsFloor: a benchmark's mean under its physics floor.
+	FlagPhysicsFloor = "PHYSICS_FLOOR"
+	// FlagOffStream: most of a benchmark's timed calls left work running on
+	// the device after they returned, past their own stream (another
+	// stream, a thread): the harness timed those to the device's end, but
+	// the kernel is not what it seems.
+	FlagOffStream = "OFF_STREAM_WORK"
+)
+
+// offStreamMinRuns: fewer timed calls say too little to flag.
+const offStreamMinRuns = 10
 
 // Materialize writes the task's files into dir, the submission in place of
 // the placeholder.
@@ -249,6 +270,7 @@ func Evaluate(ctx context.Context, l Launcher, t *Task, opts EvalOptions) (*Repo
 	if err := applyFloor(t, opts, rep); err != nil {
 		return nil, fmt.Errorf("evaluate %s: %w", t.Name, err)
 	}
+	flagOffStream(t, opts.Device, rep)
 	rep.Passed = true
 	if opts.Mode == ModeLeaderboard {
 		score, err := Score(t.RankingBy, rep.Benchmarks)
@@ -414,12 +436,38 @@ func applyFloor(t *Task, opts EvalOptions, rep *Report) error {
 		}
 		b.MinNs = ns * slack
 		if b.Runs > 0 && b.Mean < b.MinNs {
-			rep.BelowFloor = append(rep.BelowFloor, fmt.Sprintf(
+			rep.Flags = append(rep.Flags, Flag{Rule: FlagPhysicsFloor, Message: fmt.Sprintf(
 				"benchmark %d (%s): mean %s is under %s, %.0f %% of the least time this GPU's peak bandwidth and throughput allow (%s)",
-				b.Index, cases[b.Index], FormatNS(b.Mean), FormatNS(b.MinNs), slack*100, FormatNS(ns)))
+				b.Index, cases[b.Index], FormatNS(b.Mean), FormatNS(b.MinNs), slack*100, FormatNS(ns))})
 		}
 	}
 	return nil
+}
+
+// flagOffStream flags the benchmarks of the last timed phase where more
+// than half the calls' tails were counted (the harness's
+// benchmark.N.tails). Honest kernels have a few, from host hiccups that
+// stayed long over the harness's retries.
+func flagOffStream(t *Task, device string, rep *Report) {
+	var last *Phase
+	for i := range rep.Phases {
+		if ph := &rep.Phases[i]; ph.Result != nil && len(ph.Result.Benchmarks) > 0 {
+			last = ph
+		}
+	}
+	if last == nil {
+		return
+	}
+	cases := t.BenchmarksFor(device)
+	for _, b := range last.Result.Benchmarks {
+		tails, err := strconv.Atoi(last.Result.Extra[fmt.Sprintf("benchmark.%d.tails", b.Index)])
+		if err != nil || b.Runs < offStreamMinRuns || 2*tails <= b.Runs || b.Index >= len(cases) {
+			continue
+		}
+		rep.Flags = append(rep.Flags, Flag{Rule: FlagOffStream, Message: fmt.Sprintf(
+			"benchmark %d (%s): %d of %d timed calls left work running on the device after they returned (work on another stream?); they were timed to the device's end",
+			b.Index, cases[b.Index], tails, b.Runs)})
+	}
 }
 
 // FormatNS prints a duration given in nanoseconds with three decimals in

@@ -1,6 +1,7 @@
 package problems
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -97,8 +98,8 @@ floor: {bytes: "3 * n * 2"}
 	if rep.Benchmarks[0].MinNs != 500 || rep.Benchmarks[1].MinNs != 1000 {
 		t.Errorf("MinNs = %v, %v; want 500, 1000", rep.Benchmarks[0].MinNs, rep.Benchmarks[1].MinNs)
 	}
-	if len(rep.BelowFloor) != 1 || !strings.Contains(rep.BelowFloor[0], "benchmark 1 (n: 2000): mean 500 ns is under 1.000 µs") {
-		t.Errorf("BelowFloor = %q, want benchmark 1 only", rep.BelowFloor)
+	if len(rep.Flags) != 1 || rep.Flags[0].Rule != FlagPhysicsFloor || !strings.Contains(rep.Flags[0].Message, "benchmark 1 (n: 2000): mean 500 ns is under 1.000 µs") {
+		t.Errorf("Flags = %+v, want benchmark 1 only", rep.Flags)
 	}
 	score, err := Score(RankGeom, rep.Benchmarks)
 	if want := math.Sqrt(2000e-9 * 1000e-9); err != nil || math.Abs(score-want) > 1e-15 {
@@ -107,7 +108,38 @@ floor: {bytes: "3 * n * 2"}
 
 	// Without ceilings (an unknown GPU, the CPU backend) nothing changes.
 	rep2 := &Report{Benchmarks: []BenchmarkResult{{Index: 0, Runs: 1, Mean: 1}}}
-	if err := applyFloor(task, EvalOptions{}, rep2); err != nil || rep2.Benchmarks[0].MinNs != 0 || rep2.BelowFloor != nil {
+	if err := applyFloor(task, EvalOptions{}, rep2); err != nil || rep2.Benchmarks[0].MinNs != 0 || rep2.Flags != nil {
 		t.Errorf("applyFloor without ceilings = %v, %+v", err, rep2)
+	}
+}
+
+func TestFlagOffStream(t *testing.T) {
+	t.Parallel()
+	task := &Task{Benchmarks: []Case{NewCase("n", "1"), NewCase("n", "2"), NewCase("n", "3")}}
+	phase := func(name string, tails ...string) Phase {
+		r := &Result{Extra: map[string]string{}}
+		for i, n := range tails {
+			r.Benchmarks = append(r.Benchmarks, BenchmarkResult{Index: i, Runs: 100, Mean: 1})
+			r.Extra[fmt.Sprintf("benchmark.%d.tails", i)] = n
+		}
+		return Phase{Name: name, Result: r}
+	}
+	rep := &Report{Phases: []Phase{phase("benchmark", "90", "90", "90"), phase("leaderboard", "3", "51", "50")}}
+	rep.Phases[1].Result.Benchmarks[2].Runs = 99
+	flagOffStream(task, "cuda", rep)
+	// Only the last timed phase counts; 51 of 100 is over half, 50 of 99 too.
+	if len(rep.Flags) != 2 || rep.Flags[0].Rule != FlagOffStream ||
+		!strings.Contains(rep.Flags[0].Message, "benchmark 1 (n: 2): 51 of 100 timed calls left work running") ||
+		!strings.Contains(rep.Flags[1].Message, "benchmark 2 (n: 3): 50 of 99") {
+		t.Errorf("Flags = %+v", rep.Flags)
+	}
+
+	few := &Report{Phases: []Phase{phase("benchmark", "5")}}
+	few.Phases[0].Result.Benchmarks[0].Runs = 5
+	none := &Report{Phases: []Phase{{Name: "test"}, phase("benchmark", "garbage")}}
+	for _, r := range []*Report{few, none} {
+		if flagOffStream(task, "cuda", r); r.Flags != nil {
+			t.Errorf("Flags = %+v, want none (too few runs, or no count)", r.Flags)
+		}
 	}
 }
