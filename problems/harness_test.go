@@ -290,9 +290,11 @@ func TestHarness_CheatsOnCPU(t *testing.T) {
 		t.Errorf("vectoradd_mutates_later.py in leaderboard mode: passed %v, reason %q; want the ranked phase to catch it", rep.Passed, rep.Reason)
 	}
 	for file, want := range map[string]string{
-		"vectoradd_clock_patch.py":     "the submission replaced time.perf_counter_ns",
-		"vectoradd_lazy_tensor.py":     "a subclass of torch.Tensor",
-		"vectoradd_patches_checker.py": "the submission replaced eval._Worker.check",
+		"vectoradd_clock_patch.py": "the submission replaced time.perf_counter_ns",
+		"vectoradd_lazy_tensor.py": "a subclass of torch.Tensor",
+		// The worker's check is replaced, but the harness's own process checks the output again.
+		"vectoradd_patches_checker.py": "the harness's own check: ",
+		"vectoradd_forged_reply.py":    "did not hand over its output",
 	} {
 		for _, mode := range []problems.Mode{problems.ModeTest, problems.ModeBenchmark} {
 			rep := evalFile(t, filepath.Join("library", "vectoradd"), mode, filepath.Join("testdata", "cheats", file), nil)

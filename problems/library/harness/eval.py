@@ -54,6 +54,15 @@ TAIL_RETRIES = 2
 CALIBRATION_ROUNDS = 21
 # Timed warm-up calls that size the round trip's calibration.
 SIZING_CALLS = 3
+# The share of ranked iterations whose output the harness's own process
+# checks again (every checked call and test is); the worker does not know
+# which until its call has returned.
+SAMPLE_FRACTION = 0.1
+# The most a handed-over output may take (bytes).
+MAX_HANDOVER = 8 << 30
+# Output dtypes the harness's own process rebuilds.
+DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
+          "complex64", "complex128")
 
 
 def escape(value) -> str:
@@ -155,7 +164,8 @@ GUARDED = (
     # The harness's own worker half, which a submission can import as eval.
     "eval._Timer.once", "eval._Timer.time", "eval._Timer.calibrate", "eval._Timer.spin",
     "eval._Worker.check", "eval._Worker.run_checked", "eval._Worker.time_call", "eval._Worker.benchmark",
-    "eval._Worker.expected", "eval._Worker.flush_l2", "eval.plain_output", "eval.stats",
+    "eval._Worker.expected", "eval._Worker.flush_l2", "eval._Worker.hand_over", "eval._Worker.ship",
+    "eval.plain_output", "eval.stats", "eval.verdict", "eval.expected_of", "eval.ranked_case",
 )
 
 
@@ -182,6 +192,45 @@ def plain_output(kb, torch, expected, output, where="the output"):
             if msg:
                 return msg
     return ""
+
+
+def verdict(kb, torch, ref, data, expected, output):
+    """(ok, message) for one output: plain tensors like the reference's,
+    then the problem's own check."""
+    msg = plain_output(kb, torch, expected, output)
+    if msg:
+        return False, msg
+    chk = ref.check_implementation
+    compare = getattr(chk, "compare", None)
+    if compare is not None and expected is not None:
+        result = compare(expected, output)
+    else:
+        result = chk(data, output)
+    if isinstance(result, tuple):
+        ok, msg = bool(result[0]), str(result[1])
+    elif isinstance(result, (list, str)):
+        msg = "\n".join(result) if isinstance(result, list) else result
+        ok = not msg
+    else:
+        ok, msg = bool(result), ""
+    return ok, msg
+
+
+def expected_of(kb, ref, data):
+    """The reference's answer for a verdict, or None for a KernelBot-style
+    checker that only takes (data, output)."""
+    fn = getattr(ref.check_implementation, "expected", None)
+    if fn is None:
+        return None
+    with kb.deterministic():
+        return fn(kb.clone_data(data))
+
+
+def ranked_case(case, iteration):
+    """The case of a ranked iteration: fresh inputs every call."""
+    if iteration is None or case.get("seed") is None:
+        return case
+    return dict(case, seed=case["seed"] + RANKED_SEED_STEP * (iteration + 1))
 
 
 def is_cuda_error(text: str) -> bool:
@@ -296,6 +345,8 @@ class _Worker:
         self.kernel = None
         self.flush_buf = None
         self.timer = None
+        self.link = None  # (jobs, replies) of worker_main, for hand_over
+        self.ship_fd = None
         # What the harness relies on, bound before the submission loads: a
         # submission that replaces any of them is caught (tampered) and
         # cannot slow the clock the harness itself reads.
@@ -343,32 +394,44 @@ class _Worker:
             self.torch.cuda.synchronize()
 
     def expected(self, data):
-        """The reference's answer, computed before the submission runs. None
-        for a KernelBot-style checker that only takes (data, output)."""
-        fn = getattr(self.ref.check_implementation, "expected", None)
-        if fn is None:
-            return None
-        with self.kb.deterministic():
-            return fn(self.kb.clone_data(data))
+        """The reference's answer, computed before the submission runs."""
+        return expected_of(self.kb, self.ref, data)
 
     def check(self, data, expected, output):
-        msg = plain_output(self.kb, self.torch, expected, output)
-        if msg:
-            return False, msg
-        chk = self.ref.check_implementation
-        compare = getattr(chk, "compare", None)
-        if compare is not None and expected is not None:
-            result = compare(expected, output)
-        else:
-            result = chk(data, output)
-        if isinstance(result, tuple):
-            ok, msg = bool(result[0]), str(result[1])
-        elif isinstance(result, (list, str)):
-            msg = "\n".join(result) if isinstance(result, list) else result
-            ok = not msg
-        else:
-            ok, msg = bool(result), ""
-        return ok, msg
+        return verdict(self.kb, self.torch, self.ref, data, expected, output)
+
+    def hand_over(self, out, iteration=None, ask=False):
+        """Give an output to the harness's own process, which checks it
+        again where the submission cannot reach; its objection, or "".
+        With ask, first ask whether it wants this one: it samples ranked
+        iterations, and says which only after the call has returned."""
+        if self.link is None:
+            return ""
+        jobs, replies = self.link
+        if ask:
+            _send(replies, {"sample": iteration})
+            if not json.loads(jobs.readline()).get("ship"):
+                return ""
+        meta = self.ship(out)
+        meta["iteration"] = iteration
+        _send(replies, {"shipped": meta})
+        return str(json.loads(jobs.readline()).get("error") or "")
+
+    def ship(self, out):
+        """Write the output's bytes into the shared memory file."""
+        torch = self.torch
+        seq = isinstance(out, (tuple, list))
+        items = list(out) if seq else [out]
+        metas, offset = [], 0
+        os.ftruncate(self.ship_fd, 0)
+        for t in items:
+            if not isinstance(t, torch.Tensor) or type(t) is not torch.Tensor or t.device.type == "meta":
+                return {"error": f"the output holds a {type(t).__name__}, not a plain tensor"}
+            raw = t.detach().contiguous().reshape(-1).view(torch.uint8).cpu().numpy()
+            os.pwrite(self.ship_fd, memoryview(raw), offset)
+            metas.append({"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape), "offset": offset, "nbytes": raw.nbytes})
+            offset += raw.nbytes
+        return {"tensors": metas, "sequence": seq}
 
     def run_once(self, case):
         """Generate, compute the reference first, run the submission on a
@@ -383,7 +446,11 @@ class _Worker:
         self.sync()
         if not self.kb.same_data(arg, data):
             return False, "custom_kernel modified its input; inputs must be left as they were"
-        return self.check(data, expected, out)
+        ok, msg = self.check(data, expected, out)
+        if ok:
+            msg = self.hand_over(out)
+            ok = not msg
+        return ok, msg
 
     def flush_l2(self):
         if self.dev != "cuda":
@@ -430,8 +497,7 @@ class _Worker:
         seed = case.get("seed")
         for i in range(repeats):
             if recheck and seed is not None:
-                fresh = dict(case, seed=seed + RANKED_SEED_STEP * (i + 1))
-                data = self.ref.generate_input(**fresh)
+                data = self.ref.generate_input(**ranked_case(case, i))
                 expected = self.expected(data)
             arg, out, ns, tail = self.time_call(kernel, data)
             tails += tail
@@ -439,6 +505,9 @@ class _Worker:
                 if not self.kb.same_data(arg, data):
                     return {"error": f"timed iteration {i}: custom_kernel modified its input; inputs must be left as they were"}
                 ok, msg = self.check(data, expected, out)
+                if ok:
+                    msg = self.hand_over(out, i, ask=True)
+                    ok = not msg
                 if not ok:
                     return {"error": f"timed iteration {i}: {msg}"}
             del out, arg
@@ -498,7 +567,7 @@ def _send(wfile, obj):
     wfile.flush()
 
 
-def worker_main(job_fd: int, reply_fd: int):
+def worker_main(job_fd: int, reply_fd: int, ship_fd: int = -1):
     """The worker: answers jobs, one JSON line each way, until told to stop.
     JSON rather than pickle: the parent must never unpickle what a process
     running user code wrote."""
@@ -509,10 +578,15 @@ def worker_main(job_fd: int, reply_fd: int):
     except BaseException as e:  # noqa: BLE001 - everything is reported
         _send(replies, {"fatal": "harness set-up failed: " + _describe(e)})
         return
+    if ship_fd >= 0:
+        w.link, w.ship_fd = (jobs, replies), ship_fd
     # Bound before the submission loads: replacing them later changes
     # nothing here.
     send, tampered = _send, w.tampered
-    for line in jobs:
+    while True:
+        line = jobs.readline()
+        if not line:
+            return
         job = json.loads(line)
         if job is None:
             return
@@ -545,6 +619,64 @@ class WorkerDied(Exception):
         self.setup = setup  # the harness's own set-up failed, not user code
 
 
+class _Checker:
+    """The second check, in the harness's own process: it generates each
+    handed-over output's input again from the case, computes the
+    reference's answer and judges the output read from shared memory, with
+    its own torch, kbutils and reference, which the submission never
+    touched."""
+
+    def __init__(self, fd):
+        import random
+
+        import torch
+        import kbutils
+        import reference
+
+        self.fd, self.torch, self.kb, self.ref = fd, torch, kbutils, reference
+        self.dev = kbutils.device()
+        self.rng = random.SystemRandom()
+
+    def pick(self):
+        return self.rng.random() < SAMPLE_FRACTION
+
+    def receive(self, meta):
+        """The output from shared memory, or a string saying what is wrong."""
+        torch = self.torch
+        if not isinstance(meta, dict) or "error" in meta:
+            return str(meta.get("error") if isinstance(meta, dict) else "the hand-over is not an object")
+        size = os.fstat(self.fd).st_size
+        out = []
+        for m in meta.get("tensors") or []:
+            dtype, shape = m.get("dtype"), m.get("shape")
+            if dtype not in DTYPES or not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+                return f"the hand-over names dtype {dtype!r} and shape {shape!r}"
+            dt = getattr(torch, dtype)
+            n = math.prod(shape) * torch.empty((), dtype=dt).element_size()
+            off = m.get("offset")
+            if not isinstance(off, int) or off < 0 or m.get("nbytes") != n or off + n > min(size, MAX_HANDOVER):
+                return "the hand-over's sizes do not add up"
+            raw = bytearray(os.pread(self.fd, n, off)) if n else bytearray(1)
+            t = torch.frombuffer(raw, dtype=torch.uint8)[:n].view(dt).reshape(shape)
+            out.append(t.to(self.dev))
+        if not out and not meta.get("sequence"):
+            return "the hand-over holds no tensor"
+        return tuple(out) if meta.get("sequence") else out[0]
+
+    def verify(self, case, meta):
+        """The objection to one handed-over output, or ""."""
+        out = self.receive(meta)
+        if isinstance(out, str):
+            return out
+        iteration = meta.get("iteration")
+        if iteration is not None and not isinstance(iteration, int):
+            return "the hand-over names no iteration"
+        data = self.ref.generate_input(**ranked_case(case, iteration))
+        expected = expected_of(self.kb, self.ref, data)
+        ok, msg = verdict(self.kb, self.torch, self.ref, data, expected, out)
+        return "" if ok else (msg or "wrong result")
+
+
 class Pool:
     """One worker process and two pipes to it. The worker is a fresh
     interpreter (not a fork), started without the result descriptor and
@@ -553,8 +685,11 @@ class Pool:
     def __init__(self):
         job_r, self.job_w = os.pipe()
         self.reply_r, reply_w = os.pipe()
-        code = f"import eval; eval.worker_main({job_r}, {reply_w})"
-        self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=(job_r, reply_w), close_fds=True)
+        # Outputs handed over for the second check: shared memory, no path.
+        self.ship_fd = os.memfd_create("kernelbox-outputs")
+        self.checker = None
+        code = f"import eval; eval.worker_main({job_r}, {reply_w}, {self.ship_fd})"
+        self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=(job_r, reply_w, self.ship_fd), close_fds=True)
         os.close(job_r)
         os.close(reply_w)
         self.jobs = os.fdopen(self.job_w, "w")
@@ -572,9 +707,8 @@ class Pool:
             how = f"exited with status {code}"
         return WorkerDied(f"the submission's process {how}{why}")
 
-    def ask(self, kind, case):
+    def _read(self):
         try:
-            _send(self.jobs, {"kind": kind, "case": case})
             line = self.replies.readline()
         except (BrokenPipeError, ConnectionResetError):
             raise self._died()
@@ -590,6 +724,70 @@ class Pool:
         if "fatal" in reply:
             raise WorkerDied(reply["fatal"], setup=True)
         return reply
+
+    def _answer(self, obj):
+        try:
+            _send(self.jobs, obj)
+        except (BrokenPipeError, ConnectionResetError):
+            raise self._died()
+
+    def ask(self, kind, case):
+        """One job, and the conversation it holds: the worker hands over
+        each checked output (and the ranked iterations this process picks
+        at random once their call has returned), which this process checks
+        itself. Its verdict wins over the worker's, and a worker that skips
+        the hand-overs fails."""
+        self._answer({"kind": kind, "case": case})
+        failure, shipped, queries, pending = "", 0, 0, False
+        while True:
+            reply = self._read()
+            if "sample" in reply:
+                if pending:
+                    failure = failure or "the submission's process skipped a hand-over"
+                queries += 1
+                pending = self.checker_for().pick()
+                self._answer({"ship": pending})
+            elif "shipped" in reply:
+                meta = reply["shipped"]
+                iteration = meta.get("iteration") if isinstance(meta, dict) else None
+                if iteration is None:
+                    shipped += 1
+                elif not pending:
+                    failure = failure or "the submission's process handed over an output it was not asked for"
+                pending = False
+                msg = self.checker_for().verify(case, meta)
+                if msg:
+                    where = "" if iteration is None else f"timed iteration {iteration}: "
+                    failure = failure or f"{where}the harness's own check: {msg}"
+                self._answer({"error": msg} if msg else {"ok": True})
+            else:
+                break
+        if not failure and kind != "profile":
+            failure = self._skipped(kind, case, reply, shipped, queries, pending)
+        if failure:
+            return {"ok": False, "message": failure} if kind == "test" else {"error": failure}
+        return reply
+
+    @staticmethod
+    def _skipped(kind, case, reply, shipped, queries, pending):
+        """Why a reply that claims success skipped the hand-overs, or ""."""
+        passed = reply.get("ok") if kind == "test" else "times" in reply
+        if not passed:
+            return ""
+        if shipped != 1 or pending:
+            return "the submission's process did not hand over its output for the harness's own check"
+        times = reply.get("times")
+        if kind == "leaderboard" and case.get("seed") is not None and isinstance(times, list) and queries != len(times):
+            return f"the submission's process skipped the harness's checks ({queries} of {len(times)} timed iterations)"
+        return ""
+
+    def checker_for(self):
+        if self.checker is None:
+            try:
+                self.checker = _Checker(self.ship_fd)
+            except Exception as e:  # noqa: BLE001 - torch or the reference broke here too
+                raise WorkerDied("the harness's own check could not start: " + _describe(e), setup=True)
+        return self.checker
 
     def close(self):
         try:

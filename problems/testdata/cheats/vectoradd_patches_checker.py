@@ -1,8 +1,8 @@
 # Cheat (CPU and GPU): returns zeros and replaces the harness's own checker
 # in the worker (eval is importable from there) so every output passes,
-# through names the static scanner does not spell out. The harness holds
-# its own functions among the guarded ones and checks them after every job,
-# with the checking code bound before the submission loads.
+# through names the static scanner does not spell out. The harness's own
+# process checks every handed-over output again, out of the worker's reach
+# (and the worker's functions are guarded for identity besides).
 import importlib
 import sys
 
