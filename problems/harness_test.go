@@ -280,27 +280,3 @@ func TestHarness_ProfileMode(t *testing.T) {
 		t.Errorf("profile report = %q, %v; want a profiler table naming softmax", report, err)
 	}
 }
-
-// TestHarness_CheatsOnCPU: the cheats of testdata/cheats that work on the
-// CPU backend fail, each with the defence's message.
-func TestHarness_CheatsOnCPU(t *testing.T) {
-	t.Parallel()
-	rep := evalFile(t, filepath.Join("library", "vectoradd"), problems.ModeLeaderboard, filepath.Join("testdata", "cheats", "vectoradd_mutates_later.py"), nil)
-	if rep.Passed || !strings.Contains(rep.Reason, "leaderboard phase") || !strings.Contains(rep.Reason, "modified its input") {
-		t.Errorf("vectoradd_mutates_later.py in leaderboard mode: passed %v, reason %q; want the ranked phase to catch it", rep.Passed, rep.Reason)
-	}
-	for file, want := range map[string]string{
-		"vectoradd_clock_patch.py": "the submission replaced time.perf_counter_ns",
-		"vectoradd_lazy_tensor.py": "a subclass of torch.Tensor",
-		// The worker's check is replaced, but the harness's own process checks the output again.
-		"vectoradd_patches_checker.py": "the harness's own check: ",
-		"vectoradd_forged_reply.py":    "did not hand over its output",
-	} {
-		for _, mode := range []problems.Mode{problems.ModeTest, problems.ModeBenchmark} {
-			rep := evalFile(t, filepath.Join("library", "vectoradd"), mode, filepath.Join("testdata", "cheats", file), nil)
-			if rep.Passed || !strings.Contains(rep.Reason, want) {
-				t.Errorf("%s in %s mode: passed %v, reason %q; want it to fail with %q", file, mode, rep.Passed, rep.Reason, want)
-			}
-		}
-	}
-}

@@ -20,6 +20,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 
@@ -682,12 +683,16 @@ class Pool:
     interpreter (not a fork), started without the result descriptor and
     without POPCORN_SEED in its environment."""
 
-    def __init__(self):
+    def __init__(self, check=True):
         job_r, self.job_w = os.pipe()
         self.reply_r, reply_w = os.pipe()
         # Outputs handed over for the second check: shared memory, no path.
         self.ship_fd = os.memfd_create("kernelbox-outputs")
-        self.checker = None
+        # The second check's torch, reference and device context load while
+        # the worker starts, not after it: on a GPU that is seconds.
+        self.checker = self.checker_error = None
+        self.loading = threading.Thread(target=self._load_checker if check else None, name="checker", daemon=True)
+        self.loading.start()
         code = f"import eval; eval.worker_main({job_r}, {reply_w}, {self.ship_fd})"
         self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=(job_r, reply_w, self.ship_fd), close_fds=True)
         os.close(job_r)
@@ -781,15 +786,22 @@ class Pool:
             return f"the submission's process skipped the harness's checks ({queries} of {len(times)} timed iterations)"
         return ""
 
+    def _load_checker(self):
+        try:
+            self.checker = _Checker(self.ship_fd)
+        except Exception as e:  # noqa: BLE001 - torch or the reference broke here too
+            self.checker_error = e
+
     def checker_for(self):
+        self.loading.join()
+        if self.checker is None and self.checker_error is None:
+            raise WorkerDied("the submission's process handed over an output in a mode that checks none")
         if self.checker is None:
-            try:
-                self.checker = _Checker(self.ship_fd)
-            except Exception as e:  # noqa: BLE001 - torch or the reference broke here too
-                raise WorkerDied("the harness's own check could not start: " + _describe(e), setup=True)
+            raise WorkerDied("the harness's own check could not start: " + _describe(self.checker_error), setup=True)
         return self.checker
 
     def close(self):
+        self.loading.join()
         try:
             _send(self.jobs, None)
         except OSError:
@@ -921,7 +933,7 @@ def main(argv) -> int:
         for case in cases:
             if "seed" in case:
                 case["seed"] = combine(case["seed"], s)
-    pool = Pool()
+    pool = Pool(check=mode != "profile")  # profile mode hands nothing over
     try:
         if mode == "test":
             return run_tests(out, pool, cases)

@@ -2,6 +2,8 @@
 # "passed" answer (with 1 ns times) into the worker's own reply pipe (its number is on the
 # worker's command line), ahead of the worker's true one. The harness's own
 # process takes no success that did not hand over the output it claims.
+# corpus: fail test did not hand over its output
+# corpus: fail benchmark did not hand over its output
 import os
 import re
 

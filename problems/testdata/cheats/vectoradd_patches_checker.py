@@ -3,6 +3,8 @@
 # through names the static scanner does not spell out. The harness's own
 # process checks every handed-over output again, out of the worker's reach
 # (and the worker's functions are guarded for identity besides).
+# corpus: fail test the harness's own check:
+# corpus: fail benchmark the harness's own check:
 import importlib
 import sys
 

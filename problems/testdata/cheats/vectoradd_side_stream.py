@@ -2,6 +2,8 @@
 # stream and the call returns at once, so an end event on the caller's
 # stream sees none of it. The harness's end event, recorded after a
 # device-wide synchronize, counts it.
+# corpus: gpu timed to the device's end, flagged OFF_STREAM_WORK
+# corpus: scan SIDE_STREAM
 import torch
 
 _side = None

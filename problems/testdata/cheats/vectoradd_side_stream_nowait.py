@@ -5,6 +5,8 @@
 # stream, so this reads stale memory (a wrong result in the ranked phase,
 # whose inputs change every call) or, when it runs late, is timed by the
 # device-wide end.
+# corpus: gpu reads stale memory: a wrong result
+# corpus: scan SIDE_STREAM
 import torch
 
 _side = None

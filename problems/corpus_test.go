@@ -1,0 +1,105 @@
+package problems_test
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"kernelbox/policies"
+	"kernelbox/problems"
+)
+
+// minCorpus is issue 6's bar: at least one fixture per documented
+// technique, twenty at least.
+const minCorpus = 20
+
+// cheatExpectation is one "# corpus:" line of a fixture in testdata/cheats:
+// "scan RULE" (the scanner flags or refuses it), "fail MODE TEXT" (a
+// vectoradd evaluation in that mode fails, its reason containing TEXT) or
+// "gpu WHAT" (what happens on the GPU machine, recorded in
+// docs/gpu-runs.md).
+type cheatExpectation struct {
+	kind, mode, text string
+}
+
+func corpusExpectations(t *testing.T, path string) []cheatExpectation {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []cheatExpectation
+	sc := bufio.NewScanner(bytes.NewReader(src))
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "# corpus: ")
+		if !ok {
+			continue
+		}
+		kind, arg, _ := strings.Cut(rest, " ")
+		e := cheatExpectation{kind: kind, text: arg}
+		switch kind {
+		case "fail":
+			e.mode, e.text, _ = strings.Cut(arg, " ")
+		case "scan", "gpu":
+		default:
+			t.Fatalf("%s: corpus line %q: want scan, fail or gpu", path, rest)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// TestCheatCorpus: every cheat of testdata/cheats is refused or flagged by
+// the scanner, or fails on the CPU backend with the defence's message, as
+// its "# corpus:" lines say. The GPU-only behaviour is run on the GPU
+// machine (bench/gpu-timer3.sh).
+func TestCheatCorpus(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob(filepath.Join("testdata", "cheats", "*.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < minCorpus {
+		t.Errorf("the corpus has %d cheats, want at least %d", len(files), minCorpus)
+	}
+	for _, f := range files {
+		exps := corpusExpectations(t, f)
+		if len(exps) == 0 {
+			t.Errorf("%s has no # corpus: line saying how it is defeated", f)
+		}
+		for _, e := range exps {
+			if e.kind != "scan" {
+				continue
+			}
+			src, _ := os.ReadFile(f)
+			var rules []string
+			for _, fd := range policies.Scan(src) {
+				rules = append(rules, fd.Rule)
+			}
+			if !strings.Contains(" "+strings.Join(rules, " ")+" ", " "+e.text+" ") {
+				t.Errorf("%s: the scanner found %v, want %s", filepath.Base(f), rules, e.text)
+			}
+		}
+	}
+	for _, f := range files {
+		for _, e := range corpusExpectations(t, f) {
+			if e.kind != "fail" {
+				continue
+			}
+			t.Run(filepath.Base(f)+"/"+e.mode, func(t *testing.T) {
+				t.Parallel()
+				mode, err := problems.ParseMode(e.mode)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rep := evalFile(t, filepath.Join("library", "vectoradd"), mode, f, nil)
+				if rep.Passed || !strings.Contains(rep.Reason, e.text) {
+					t.Errorf("passed %v, reason %q; want it to fail with %q", rep.Passed, rep.Reason, e.text)
+				}
+			})
+		}
+	}
+}
