@@ -167,25 +167,9 @@ func (td *testDaemon) loadQuickAs(name, old, new string) {
 	if err := os.CopyFS(prob, os.DirFS(filepath.Join("testdata", "quick"))); err != nil {
 		td.t.Fatal(err)
 	}
-	editFile(td.t, filepath.Join(prob, "task.yml"), old, new)
+	testutil.EditFile(td.t, filepath.Join(prob, "task.yml"), old, new)
 	if _, errOut, code := td.cli(td.token, "admin", "problems", "load", prob); code != 0 {
 		td.t.Fatalf("load %s: exit %d: %s", name, code, errOut)
-	}
-}
-
-// editFile replaces the first old with new in a file, failing the test if
-// old is not there (an edit that silently did nothing proves nothing).
-func editFile(t testing.TB, path, old, new string) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(data), old) {
-		t.Fatalf("%s does not contain %q", path, old)
-	}
-	if err := os.WriteFile(path, []byte(strings.Replace(string(data), old, new, 1)), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -39,3 +39,18 @@ for spec, means in per.items():
     print(f"{spec}: n={len(means)} mean {m/1e3:.3f} us, CV {cv:.2f} %, min {min(means)/1e3:.3f} max {max(means)/1e3:.3f}")
 PY
 }
+evalshow() { # $1 mode, $2 file: kernelbox eval of vectoradd, a line per phase and benchmark
+  timeout 150 $kb eval -p vectoradd -m "$1" --json "$2" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print("passed", d["passed"], "|", (d.get("reason") or "")[:300])
+for p in d.get("phases") or []:
+    r = p.get("result") or {}
+    print("  phase", p["name"], "passed", p["passed"], (p.get("reason") or "")[:300])
+    x = r.get("extra") or {}
+    for b in r.get("benchmarks") or []:
+        i = b["index"]
+        print("    ", b["spec"][:26], round(b.get("mean_ns", 0) / 1e3, 2), "us, runs", b.get("runs"),
+              "tails", b.get("tails", 0), "retries", x.get(f"benchmark.{i}.retries"), "round trip ns",
+              x.get(f"benchmark.{i}.round_trip"), "limit", x.get(f"benchmark.{i}.tail_limit"), (b.get("error") or "")[:200])'
+}

@@ -9,20 +9,6 @@ set -u
 out=${OUT:-gpu-out}; mkdir -p "$out"
 . "$(dirname "$0")/gpu-lib.sh"
 py=/opt/torch/.venv/bin/python3
-evalshow() { # $1 mode, $2 file
-  timeout 150 $kb eval -p vectoradd -m "$1" --json "$2" | python3 -c '
-import json, sys
-d = json.load(sys.stdin)
-print("passed", d["passed"], "|", (d.get("reason") or "")[:300])
-for p in d.get("phases") or []:
-    r = p.get("result") or {}
-    print("  phase", p["name"], "passed", p["passed"], (p.get("reason") or "")[:300])
-    x = r.get("extra") or {}
-    for b in r.get("benchmarks") or []:
-        i = b["index"]
-        print("    ", b["spec"][:26], round(b.get("mean_ns", 0) / 1e3, 2), "us, runs", b.get("runs"),
-              "tails", x.get(f"benchmark.{i}.tails"), "round trip ns", x.get(f"benchmark.{i}.round_trip"), (b.get("error") or "")[:200])'
-}
 {
   printf 'measurement:\n  clocks: {H200: "%s"}\n' "$lock" > /tmp/kb-locked.yaml
   start /tmp/kb-locked.yaml

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -444,29 +443,18 @@ func applyFloor(t *Task, opts EvalOptions, rep *Report) error {
 	return nil
 }
 
-// flagOffStream flags the benchmarks of the last timed phase where more
-// than half the calls' tails were counted (the harness's
-// benchmark.N.tails). Honest kernels have a few, from host hiccups that
+// flagOffStream flags the benchmarks where more than half the timed calls'
+// tails were counted. Honest kernels have a few, from host hiccups that
 // stayed long over the harness's retries.
 func flagOffStream(t *Task, device string, rep *Report) {
-	var last *Phase
-	for i := range rep.Phases {
-		if ph := &rep.Phases[i]; ph.Result != nil && len(ph.Result.Benchmarks) > 0 {
-			last = ph
-		}
-	}
-	if last == nil {
-		return
-	}
 	cases := t.BenchmarksFor(device)
-	for _, b := range last.Result.Benchmarks {
-		tails, err := strconv.Atoi(last.Result.Extra[fmt.Sprintf("benchmark.%d.tails", b.Index)])
-		if err != nil || b.Runs < offStreamMinRuns || 2*tails <= b.Runs || b.Index >= len(cases) {
+	for _, b := range rep.Benchmarks {
+		if b.Runs < offStreamMinRuns || 2*b.Tails <= b.Runs || b.Index < 0 || b.Index >= len(cases) {
 			continue
 		}
 		rep.Flags = append(rep.Flags, Flag{Rule: FlagOffStream, Message: fmt.Sprintf(
 			"benchmark %d (%s): %d of %d timed calls left work running on the device after they returned (work on another stream?); they were timed to the device's end",
-			b.Index, cases[b.Index], tails, b.Runs)})
+			b.Index, cases[b.Index], b.Tails, b.Runs)})
 	}
 }
 

@@ -42,24 +42,8 @@ func shortTimeout(t *testing.T, name string) string {
 	if err := os.CopyFS(lib, problems.Library()); err != nil {
 		t.Fatal(err)
 	}
-	editFile(t, filepath.Join(lib, name, "task.yml"), "test_timeout: 180", "test_timeout: 8")
+	testutil.EditFile(t, filepath.Join(lib, name, "task.yml"), "test_timeout: 180", "test_timeout: 8")
 	return filepath.Join(lib, name)
-}
-
-// editFile replaces the first old with new in a file, failing the test if
-// old is not there (an edit that silently did nothing proves nothing).
-func editFile(t *testing.T, path, old, new string) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(data), old) {
-		t.Fatalf("%s does not contain %q", path, old)
-	}
-	if err := os.WriteFile(path, []byte(strings.Replace(string(data), old, new, 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestHarness_HostileAndBrokenSubmissions(t *testing.T) {
@@ -105,7 +89,7 @@ func TestHarness_BadCaseIsExit113(t *testing.T) {
 	// A case key that generate_input does not take is the problem's fault,
 	// not the submission's: exit 113.
 	dir := shortTimeout(t, "vectoradd")
-	editFile(t, filepath.Join(dir, "task.yml"), "{rows: 1, cols: 127, seed: 4242}", "{rows: 1, cols: 127, depth: 3, seed: 4242}")
+	testutil.EditFile(t, filepath.Join(dir, "task.yml"), "{rows: 1, cols: 127, seed: 4242}", "{rows: 1, cols: 127, depth: 3, seed: 4242}")
 	rep := evalFile(t, dir, problems.ModeTest, filepath.Join(dir, "templates", "torch.py"), nil)
 	if rep.Passed || rep.Phases[0].ExitCode != problems.ExitBadCase || !strings.Contains(rep.Reason, "depth") {
 		t.Errorf("Passed %v, exit %d, reason %q; want exit %d naming the key", rep.Passed, rep.Phases[0].ExitCode, rep.Reason, problems.ExitBadCase)

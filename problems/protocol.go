@@ -76,6 +76,9 @@ type BenchmarkResult struct {
 	// GPU (the floor times the slack), set by Evaluate; 0 when unknown.
 	// Score counts a faster mean as this.
 	MinNs float64 `json:"min_ns,omitempty"`
+	// Tails counts the timed calls that left work running past their own
+	// stream, which the harness then timed to the device's end.
+	Tails int `json:"tails,omitempty"`
 }
 
 // Result is the parsed POPCORN stream of one harness run.
@@ -193,12 +196,16 @@ func (res *Result) set(tests map[int]*TestResult, benches map[int]*BenchmarkResu
 			b.Error = unescape(value)
 		case "report":
 			b.Report = value
-		case "runs":
+		case "runs", "tails":
 			n, err := strconv.Atoi(value)
 			if err != nil || n < 0 {
-				return fmt.Errorf("key %q: runs must be a count, got %q", key, truncate(value, 40))
+				return fmt.Errorf("key %q: %s must be a count, got %q", key, field, truncate(value, 40))
 			}
-			b.Runs = n
+			if field == "runs" {
+				b.Runs = n
+			} else {
+				b.Tails = n
+			}
 		case "mean":
 			dst = &b.Mean
 		case "std":

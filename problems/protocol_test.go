@@ -58,6 +58,7 @@ func TestParseResult_Malformed(t *testing.T) {
 		"negative mean":  "benchmark.0.mean: -3\n",
 		"nan mean":       "benchmark.0.mean: NaN\n",
 		"bad runs":       "benchmark.0.runs: many\n",
+		"bad tails":      "benchmark.0.tails: garbage\n",
 		"bad count":      "test-count: -1\n",
 		"too long line":  "check: " + strings.Repeat("x", maxResultLine+1) + "\n",
 		"inf best value": "benchmark.1.best: +Inf\n",

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -53,4 +54,20 @@ func RepoRoot() string {
 	}
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// EditFile replaces the first old with new in a file, failing the test if
+// old is not there (an edit that silently did nothing proves nothing).
+func EditFile(tb testing.TB, path, old, new string) {
+	tb.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if !strings.Contains(string(data), old) {
+		tb.Fatalf("%s does not contain %q", path, old)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(data), old, new, 1)), 0o644); err != nil {
+		tb.Fatal(err)
+	}
 }

@@ -885,7 +885,7 @@ def run_benchmarks(out: Popcorn, pool: Pool, cases, kind: str) -> int:
         # How many timed calls left work running past their own stream
         # (counted in full), against the host round trip of this process.
         tails = reply.get("tails", 0)
-        out.log(f"benchmark.{i}.tails", tails if isinstance(tails, int) else -1)
+        out.log(f"benchmark.{i}.tails", tails if isinstance(tails, int) and tails >= 0 else 0)
         for key, name in (("retries", "retries"), ("tail_ns", "round_trip"), ("tail_limit_ns", "tail_limit")):
             v = reply.get(key)
             if isinstance(v, (int, float)) and math.isfinite(v):
