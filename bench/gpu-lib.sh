@@ -52,5 +52,6 @@ for p in d.get("phases") or []:
         i = b["index"]
         print("    ", b["spec"][:26], round(b.get("mean_ns", 0) / 1e3, 2), "us, runs", b.get("runs"),
               "tails", b.get("tails", 0), "retries", x.get(f"benchmark.{i}.retries"), "round trip ns",
-              x.get(f"benchmark.{i}.round_trip"), "limit", x.get(f"benchmark.{i}.tail_limit"), (b.get("error") or "")[:200])'
+              x.get(f"benchmark.{i}.round_trip"), "limit", x.get(f"benchmark.{i}.tail_limit"),
+              "l2 reset", x.get(f"benchmark.{i}.l2_reset"), (b.get("error") or "")[:200])'
 }

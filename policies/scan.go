@@ -75,7 +75,8 @@ var ScanRules = []ScanRule{
 			`\bsys\.modules\s*\[`,
 			`\b__import__\(\s*['"](eval|kbutils|reference)['"]`,
 			`\b(check_implementation|generate_input|ref_kernel|calculate_stats|clear_l2_cache)\s*=[^=]`,
-			`\btorch\.(allclose|testing\.assert_close|equal)\s*=[^=]`)},
+			`\btorch\.(allclose|testing\.assert_close|equal)\s*=[^=]`,
+			`\btorch\.(randn|rand|randint|randperm|normal|randn_like|rand_like|randint_like|Generator)\s*=[^=]`)},
 	{ID: "RESULT_FORGERY", Verdict: ScanReject,
 		Message: "writes to the harness's result channel or prints result lines; results come only from the harness",
 		Patterns: res(

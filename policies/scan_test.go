@@ -35,6 +35,7 @@ func TestScan(t *testing.T) {
 		"harness import":    {"import eval as h\n", []string{"HARNESS_PATCH"}, ScanReject},
 		"sys.modules":       {"import sys\nsys.modules['eval'].stats = lambda t: t\n", []string{"HARNESS_PATCH"}, ScanReject},
 		"allclose patch":    {"torch.allclose = lambda *a, **k: True\n", []string{"HARNESS_PATCH"}, ScanReject},
+		"generator patch":   {"torch.randn = lambda *a, **k: torch.zeros(*a)\nx = torch.randn(3)\n", []string{"HARNESS_PATCH"}, ScanReject},
 		"fd write":          {"import os\nos.write(3, b'check: pass\\n')\n", []string{"RESULT_FORGERY"}, ScanReject},
 		"fake result line":  {"print('benchmark.0.mean: 1.0')\n", []string{"RESULT_FORGERY"}, ScanReject},
 		"env fd":            {"fd = int(os.environ['POPCORN_FD'])\n", []string{"RESULT_FORGERY", "EVALUATOR_INSPECTION"}, ScanReject},

@@ -13,6 +13,7 @@ The submission never runs in this process: a worker interpreter imports it, and
 that worker has neither the result descriptor nor the secret seed.
 """
 
+import ctypes
 import json
 import math
 import os
@@ -162,8 +163,13 @@ GUARDED = (
     "time.perf_counter_ns", "time.perf_counter", "time.time",
     "kbutils.clone_data", "kbutils.same_data", "kbutils.verbose_allclose", "kbutils.compare_outputs", "kbutils.tensor_mismatch",
     "reference.generate_input", "reference.check_implementation", "reference.ref_kernel",
+    # What inputs are drawn with: a hook there sees each input before the
+    # timed call does and can compute its answer outside the window.
+    "kbutils.generator", "torch.randn", "torch.rand", "torch.randint", "torch.randperm", "torch.normal",
+    "torch.randn_like", "torch.rand_like", "torch.randint_like", "torch.Generator",
+    "torch.Tensor.normal_", "torch.Tensor.uniform_", "torch.Tensor.random_",
     # The harness's own worker half, which a submission can import as eval.
-    "eval._Timer.once", "eval._Timer.time", "eval._Timer.calibrate", "eval._Timer.spin",
+    "eval._Timer.once", "eval._Timer.time", "eval._Timer.calibrate", "eval._Timer.spin", "eval._Timer.reset_l2",
     "eval._Worker.check", "eval._Worker.run_checked", "eval._Worker.time_call", "eval._Worker.benchmark",
     "eval._Worker.expected", "eval._Worker.flush_l2", "eval._Worker.hand_over", "eval._Worker.ship",
     "eval.plain_output", "eval.stats", "eval.verdict", "eval.expected_of", "eval.ranked_case",
@@ -242,6 +248,21 @@ def is_cuda_error(text: str) -> bool:
 # Everything below runs in the worker, next to the submission.
 
 
+CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW = 1
+
+
+def persisting_l2():
+    """The CUDA driver's (cuCtxResetPersistingL2Cache, cuStreamSetAttribute,
+    ""), or (None, None, why not): ROCm has neither, nor persisting L2."""
+    try:
+        cu = ctypes.CDLL("libcuda.so.1")
+        reset, window = cu.cuCtxResetPersistingL2Cache, cu.cuStreamSetAttribute
+    except (OSError, AttributeError) as e:
+        return None, None, f"off: {e}"
+    window.argtypes = (ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
+    return reset, window, ""
+
+
 class _Timer:
     """Times one call on CUDA so that neither the host's jitter nor work
     off the caller's stream escapes or distorts it.
@@ -273,6 +294,8 @@ class _Timer:
         self.cycles_per_ns = 0.0
         self.tail_ns = self.tail_limit_ns = 0.0
         self.retries = 0
+        self.l2_reset, self.l2_window, self.l2_status = persisting_l2()
+        self.no_window = ctypes.create_string_buffer(64)  # a CUstreamAttrValue of zeros: no window
         if self.sleep is not None:
             probe = 1 << 21
             for _ in range(2):  # the first loads the sleep kernel
@@ -289,10 +312,27 @@ class _Timer:
         if cycles > 0:
             self.sleep(cycles)
 
+    def reset_l2(self):
+        """Undo what a call can leave persisting in L2, so the flush evicts
+        everything: lines marked persisting, and an access policy window on
+        the harness's stream, under which the next call's input copy would
+        be written persisting and stay in L2 through the flush. Called with
+        the device idle: the driver's reset is not stream-ordered."""
+        if self.l2_reset is None:
+            return
+        stream = ctypes.c_void_p(self.torch.cuda.current_stream().cuda_stream)
+        rc = self.l2_window(stream, CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW, self.no_window)
+        if rc:
+            self.l2_status = self.l2_status or f"cuStreamSetAttribute: CUresult {rc}"
+        rc = self.l2_reset()
+        if rc:
+            self.l2_status = self.l2_status or f"cuCtxResetPersistingL2Cache: CUresult {rc}"
+
     def once(self, kernel, data, clone, flush):
         """One timed call: (input, output, stream ns, whole ns, host ns)."""
         torch = self.torch
         torch.cuda.synchronize()
+        self.reset_l2()
         self.spin(HEAD_START_NS)
         arg = clone(data)
         flush()
@@ -521,7 +561,8 @@ class _Worker:
                     break
         reply = {"times": times, "tails": tails}
         if self.timer is not None:
-            reply.update(tail_ns=self.timer.tail_ns, tail_limit_ns=self.timer.tail_limit_ns, retries=self.timer.retries)
+            t = self.timer
+            reply.update(tail_ns=t.tail_ns, tail_limit_ns=t.tail_limit_ns, retries=t.retries, l2_reset=t.l2_status or "ok")
         return reply
 
     def profile(self, case):
@@ -890,6 +931,8 @@ def run_benchmarks(out: Popcorn, pool: Pool, cases, kind: str) -> int:
             v = reply.get(key)
             if isinstance(v, (int, float)) and math.isfinite(v):
                 out.log(f"benchmark.{i}.{name}", f"{v:.0f}")
+        if isinstance(reply.get("l2_reset"), str):
+            out.log(f"benchmark.{i}.l2_reset", reply["l2_reset"][:200])
     out.log("check", "pass")
     return EXIT_OK
 
