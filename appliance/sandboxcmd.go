@@ -42,7 +42,7 @@ func (l *sandboxLauncher) Launch(ctx context.Context, in problems.Launch) (probl
 		lim.OutputBytes = in.OutputLimit
 	}
 	res, err := l.rt.Run(ctx, sandbox.Spec{Args: in.Argv, Env: in.Env, WorkDir: in.Dir, Binds: l.binds, Devices: l.devices, Limits: lim, ResultPipe: true,
-		ResultTee: in.Progress, Keep: in.Keep, KeepTo: in.Dir, Mask: l.mask})
+		ResultTee: in.Progress, Keep: in.Keep, KeepTo: in.Dir, Mask: l.mask, Loopback: in.Loopback})
 	if err != nil {
 		return problems.Outcome{}, err
 	}

@@ -4,7 +4,8 @@
 # `make test` can call it every time.
 set -euo pipefail
 
-pkgs=(gcc make git libseccomp-dev pkg-config python3 python3-torch python3-numpy python3-yaml)
+# iproute2: the sandbox tests probe a run's network namespace with ip.
+pkgs=(gcc make git libseccomp-dev pkg-config python3 python3-torch python3-numpy python3-yaml iproute2)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

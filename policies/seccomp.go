@@ -47,7 +47,10 @@ const (
 
 // Linux constants used in argument filters.
 const (
-	afUnix = 1
+	afUnix    = 1
+	afInet    = 2
+	afInet6   = 10
+	afNetlink = 16
 	// CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET.
 	cloneNamespaceFlags = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
 )
@@ -169,6 +172,21 @@ var Refused = map[string]string{
 	"socketpair":        "allowed for AF_UNIX only (see the conditional rules)",
 	"clone":             "allowed without namespace flags only (see the conditional rules)",
 	"clone3":            "answers ENOSYS so that libc falls back to clone, whose flags the filter can read",
+}
+
+// LoopbackSeccomp is DefaultSeccomp for a run whose processes talk over
+// TCP (the ranks of a multi-GPU problem: gloo's transport, NCCL's
+// bootstrap): it may also create IPv4, IPv6 and netlink sockets, which
+// within its network namespace reach only its own loopback. Netlink is
+// there because finding the loopback's address (getifaddrs) asks the kernel
+// through it; changing an interface needs a capability the run lacks.
+func LoopbackSeccomp() SeccompProfile {
+	p := DefaultSeccomp()
+	for _, fam := range []uint64{afInet, afInet6, afNetlink} {
+		p.Rules = append(p.Rules, SeccompRule{Names: []string{"socket"}, Action: ActAllow, Args: []SeccompArg{{Index: 0, Value: fam}},
+			Why: "the ranks' sockets, on the run's own loopback only"})
+	}
+	return p
 }
 
 // DefaultSeccomp is the profile every sandboxed run gets.

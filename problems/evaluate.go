@@ -65,6 +65,9 @@ type EvalOptions struct {
 	// FloorSlack is the fraction of the floor a time may reach before it is
 	// impossible; 0 means DefaultFloorSlack.
 	FloorSlack float64
+	// GPUs is how many GPUs a multi-GPU problem's run has (POPCORN_GPUS),
+	// as the queue allocated them; 0 means as many as its cases need.
+	GPUs int
 }
 
 // DefaultFloorSlack: a time under half the physics floor is impossible,
@@ -218,13 +221,21 @@ func Evaluate(ctx context.Context, l Launcher, t *Task, opts EvalOptions) (*Repo
 	if opts.Seed != nil {
 		env = envWith(env, "POPCORN_SEED", itoa(*opts.Seed))
 	}
+	if t.MultiGPU {
+		// KernelBot's name: the harness starts each case's world_size ranks.
+		gpus := opts.GPUs
+		if gpus <= 0 {
+			gpus = t.WorldSize(opts.Device)
+		}
+		env = envWith(env, "POPCORN_GPUS", itoa(int64(gpus)))
+	}
 	for _, s := range steps {
 		casesName := s.name + ".cases.txt"
 		if err := os.WriteFile(filepath.Join(opts.WorkDir, casesName), []byte(FormatCases(s.cases)), 0o644); err != nil {
 			return nil, fmt.Errorf("evaluate %s: write cases: %w", t.Name, err)
 		}
 		argv := append(append([]string(nil), entry...), s.name, casesName)
-		launch := Launch{Dir: opts.WorkDir, Argv: argv, Env: env, Timeout: s.timeout, OutputLimit: opts.OutputLimit}
+		launch := Launch{Dir: opts.WorkDir, Argv: argv, Env: env, Timeout: s.timeout, OutputLimit: opts.OutputLimit, Loopback: t.MultiGPU}
 		profiled := s.name == "profile" && opts.Profiler != nil
 		if profiled {
 			launch.Argv = opts.Profiler.recordArgv(argv, t.Lang == LangPython)

@@ -29,6 +29,9 @@ type Launch struct {
 	// Progress, when set, gets the result stream as it is written. It must
 	// not fail, and must bound what it keeps.
 	Progress io.Writer
+	// Loopback: the process's children talk over TCP on loopback (the
+	// ranks of a multi-GPU problem); a sandbox must allow IP sockets there.
+	Loopback bool
 }
 
 // Outcome is what became of a Launch.

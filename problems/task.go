@@ -119,6 +119,25 @@ func (t *Task) RunsOn(gpuType string) bool {
 	return false
 }
 
+// WorldSize is how many GPUs (on the CPU backend, CPU slots) one run of
+// the task on device needs: the largest world_size of the cases it runs
+// there for a multi-GPU problem, and 1 for any other.
+func (t *Task) WorldSize(device string) int {
+	if !t.MultiGPU {
+		return 1
+	}
+	n := 1
+	for _, set := range [][]Case{t.Tests, t.BenchmarksFor(device)} {
+		for _, c := range set {
+			v, _ := c.Get("world_size")
+			if w, err := strconv.Atoi(v); err == nil && w > n {
+				n = w
+			}
+		}
+	}
+	return n
+}
+
 // BenchmarksFor returns the benchmark cases for a backend: the CPU
 // extension on "cpu" where the task has one.
 func (t *Task) BenchmarksFor(device string) []Case {

@@ -40,7 +40,11 @@ func configFor(id, rootfs, cgroupParent string, s *Spec) *configs.Config {
 	configureDevices(c, s)
 	configureCgroups(c, id, cgroupParent, s.Limits)
 	configureRlimits(c, s.Limits)
-	c.Seccomp = seccompConfig(policies.DefaultSeccomp())
+	if s.Loopback {
+		c.Seccomp = seccompConfig(policies.LoopbackSeccomp())
+	} else {
+		c.Seccomp = seccompConfig(policies.DefaultSeccomp())
+	}
 	return c
 }
 

@@ -116,36 +116,116 @@ print("BLOCKED" if r < 0 else "ESCAPED getpid=%d" % r)`)},
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := shSpec(tt.script)
-			s.Limits.Pids = 64
-			s.Limits.WallTime = 15 * time.Second
-			s.ResultPipe = true
-			res, err := r.Run(t.Context(), s)
-			if err != nil {
-				t.Fatalf("Run() = %v", err)
-			}
-			requireHostClean(t, r, res.ID)
-			// A sandbox error is an infrastructure failure (the daemon retries
-			// those), not a verdict on the program: seen once in CI without its
-			// cause, so log it and run once more rather than flake.
-			if res.Verdict == VerdictSandboxErr {
-				t.Logf("sandbox error, retrying once: %s", res.Error)
-				if res, err = r.Run(t.Context(), s); err != nil {
-					t.Fatalf("Run() = %v", err)
-				}
-				requireHostClean(t, r, res.ID)
-			}
-			out := strings.TrimSpace(string(res.Stdout))
-			if res.Signal == "SIGSYS" {
-				return // seccomp killed it: as blocked as it gets
-			}
-			// ESCAPED anywhere fails, not only on the last line: the fork
-			// bomb's inner shell says so before the outer one goes on.
-			if !strings.HasPrefix(lastLine(out), "BLOCKED") || strings.Contains(out, "ESCAPED") {
-				t.Errorf("verdict %s (%s), stdout %q, stderr %q: want BLOCKED", res.Verdict, res.Error, out, truncate(res.Stderr))
-			}
+			requireBlocked(t, r, shSpec(tt.script))
 		})
 	}
+}
+
+// requireBlocked runs a probe that prints BLOCKED or ESCAPED and fails
+// unless it was blocked.
+func requireBlocked(t *testing.T, r *Runtime, s Spec) {
+	t.Helper()
+	s.Limits.Pids = 64
+	s.Limits.WallTime = 15 * time.Second
+	s.ResultPipe = true
+	res, err := r.Run(t.Context(), s)
+	if err != nil {
+		t.Fatalf("Run() = %v", err)
+	}
+	requireHostClean(t, r, res.ID)
+	// A sandbox error is an infrastructure failure (the daemon retries
+	// those), not a verdict on the program: seen once in CI without its
+	// cause, so log it and run once more rather than flake.
+	if res.Verdict == VerdictSandboxErr {
+		t.Logf("sandbox error, retrying once: %s", res.Error)
+		if res, err = r.Run(t.Context(), s); err != nil {
+			t.Fatalf("Run() = %v", err)
+		}
+		requireHostClean(t, r, res.ID)
+	}
+	out := strings.TrimSpace(string(res.Stdout))
+	if res.Signal == "SIGSYS" {
+		return // seccomp killed it: as blocked as it gets
+	}
+	// ESCAPED anywhere fails, not only on the last line: the fork
+	// bomb's inner shell says so before the outer one goes on.
+	if !strings.HasPrefix(lastLine(out), "BLOCKED") || strings.Contains(out, "ESCAPED") {
+		t.Errorf("verdict %s (%s), stdout %q, stderr %q: want BLOCKED", res.Verdict, res.Error, out, truncate(res.Stderr))
+	}
+}
+
+// TestRedTeam_Loopback: a run that may open IP sockets (the ranks of a
+// multi-GPU problem) talks to itself over its own loopback and to nothing
+// else: the host's loopback listener is out of reach, and its namespace
+// has no other interface and no route. (No probe sends to an outside
+// address: were the sandbox to leak, that traffic would leave the box.)
+func TestRedTeam_Loopback(t *testing.T) {
+	t.Parallel()
+	r := newTestRuntime(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("host\n"))
+			c.Close()
+		}
+	}()
+	hostPort := ln.Addr().(*net.TCPAddr).Port
+	py := func(code string) string { return "exec python3 -c '" + code + "'" }
+	tests := []struct {
+		name, script string
+	}{
+		{"the host's loopback listener", py(`import socket
+try:
+    s = socket.create_connection(("127.0.0.1", ` + itoa(hostPort) + `), timeout=2); print("ESCAPED", s.recv(10))
+except OSError as e: print("BLOCKED", e)`)},
+		{"only loopback", py(`import socket
+names = [n for _, n in socket.if_nameindex()]
+print("BLOCKED" if names == ["lo"] else "ESCAPED %s" % names)`)},
+		{"no route", py(`rows = open("/proc/net/route").read().splitlines()[1:]
+rows6 = [r for r in open("/proc/net/ipv6_route").read().splitlines() if not r.rstrip().endswith("lo")]
+print("BLOCKED" if not rows and not rows6 else "ESCAPED %s %s" % (rows, rows6))`)},
+		{"raw packet socket", py(`import socket
+try: socket.socket(socket.AF_PACKET, socket.SOCK_RAW); print("ESCAPED")
+except OSError: print("BLOCKED")`)},
+		{"bring up an interface", `command -v ip >/dev/null || { echo "ESCAPED? no ip command to probe with"; exit; }; ip link add dummy0 type dummy 2>/dev/null && echo ESCAPED || echo BLOCKED`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := shSpec(tt.script)
+			s.Loopback = true
+			requireBlocked(t, r, s)
+		})
+	}
+	t.Run("ranks talk over loopback", func(t *testing.T) {
+		t.Parallel()
+		s := shSpec(py(`import socket, threading
+srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen()
+def serve():
+    c, _ = srv.accept(); c.sendall(b"rank0"); c.close()
+threading.Thread(target=serve).start()
+s = socket.create_connection(srv.getsockname(), timeout=5)
+print(s.recv(10).decode())`))
+		s.Loopback = true
+		s.Limits.WallTime = 15 * time.Second
+		s.ResultPipe = true
+		res, err := r.Run(t.Context(), s)
+		if err != nil {
+			t.Fatalf("Run() = %v", err)
+		}
+		requireHostClean(t, r, res.ID)
+		if got := strings.TrimSpace(string(res.Stdout)); got != "rank0" {
+			t.Errorf("verdict %s, stdout %q, stderr %q: want rank0", res.Verdict, got, truncate(res.Stderr))
+		}
+	})
 }
 
 // TestRuntime_NothingCarriesOver: a run sees neither what an earlier run

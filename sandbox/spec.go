@@ -60,6 +60,10 @@ type Spec struct {
 	// Mask hides more paths of the run's /proc, as runc masks its defaults:
 	// the other GPUs' /proc/driver/nvidia/gpus/BUS directories.
 	Mask []string `json:"mask,omitempty"`
+	// Loopback lets the run's processes open IP sockets, on the loopback
+	// of its own network namespace, the only interface there: the ranks of
+	// a multi-GPU problem talk that way.
+	Loopback bool `json:"loopback,omitempty"`
 
 	workBind string // the host directory behind /work when Keep is set
 }

@@ -5,7 +5,9 @@
 MODE is test, benchmark, leaderboard (the ranked benchmark: fresh inputs for
 every timed call, each output checked) or profile. Results go to the file
 descriptor named by POPCORN_FD as "key: value" lines; POPCORN_SEED, when set,
-is a secret seed mixed into every case seed. Exit codes: 0 ok, 110 CUDA
+is a secret seed mixed into every case seed. POPCORN_GPUS, set for a
+multi-GPU problem, is how many GPUs the run has: every case then runs as
+world_size ranks, one process each, joined by torch.distributed. Exit codes: 0 ok, 110 CUDA
 error, 111 no result pipe, 112 wrong result, 113 bad case, 114 timeout,
 and ours: 115 the harness could not start (not the submission's fault).
 
@@ -14,6 +16,7 @@ that worker has neither the result descriptor nor the secret seed.
 """
 
 import ctypes
+import datetime
 import json
 import math
 import os
@@ -21,6 +24,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -62,6 +66,17 @@ SIZING_CALLS = 3
 SAMPLE_FRACTION = 0.1
 # The most a handed-over output may take (bytes).
 MAX_HANDOVER = 8 << 30
+# Multi-GPU problems (POPCORN_GPUS set): how long a collective may wait
+# for a rank before the process group gives up, and how long the harness
+# waits for the other ranks once one has failed before it stops them.
+RANK_TIMEOUT_S = 300
+PEER_GRACE_S = 10.0
+PEER_FAILED = "another rank failed"
+# What every rank's environment holds. NVLink multicast off: a program that
+# uses it can put a shared host's GPUs out of service; the transports stay
+# on loopback, the only interface of a run's network namespace.
+RANK_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1",
+            "GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo"}
 # Output dtypes the harness's own process rebuilds.
 DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
           "complex64", "complex128")
@@ -168,11 +183,14 @@ GUARDED = (
     "kbutils.generator", "torch.randn", "torch.rand", "torch.randint", "torch.randperm", "torch.normal",
     "torch.randn_like", "torch.rand_like", "torch.randint_like", "torch.Generator",
     "torch.Tensor.normal_", "torch.Tensor.uniform_", "torch.Tensor.random_",
+    # Multi-GPU timing and agreement between ranks.
+    "torch.distributed.barrier", "torch.distributed.all_reduce",
     # The harness's own worker half, which a submission can import as eval.
     "eval._Timer.once", "eval._Timer.time", "eval._Timer.calibrate", "eval._Timer.spin", "eval._Timer.reset_l2",
     "eval._Worker.check", "eval._Worker.run_checked", "eval._Worker.time_call", "eval._Worker.benchmark",
     "eval._Worker.expected", "eval._Worker.flush_l2", "eval._Worker.hand_over", "eval._Worker.ship",
     "eval.plain_output", "eval.stats", "eval.verdict", "eval.expected_of", "eval.ranked_case",
+    "eval.ranks_expected", "eval.rank_inputs", "eval._Worker.agree", "eval._Worker.benchmark_ranks",
 )
 
 
@@ -231,6 +249,26 @@ def expected_of(kb, ref, data):
         return None
     with kb.deterministic():
         return fn(kb.clone_data(data))
+
+
+def ranks_expected(kb, ref, datas, rank):
+    """A multi-GPU problem's expected output for one rank. Its reference
+    runs in one process, without collectives: it takes every rank's input
+    and returns every rank's output, so the harness's own process can
+    compute it too."""
+    fn = getattr(ref.check_implementation, "expected", None)
+    if fn is None:
+        raise RuntimeError("a multi-GPU problem's check_implementation must come from kbutils.make_checker or match_reference")
+    with kb.deterministic():
+        out = fn([kb.clone_data(d) for d in datas])
+    if not isinstance(out, (list, tuple)) or len(out) != len(datas):
+        raise RuntimeError(f"a multi-GPU reference returns one output per rank ({len(datas)}), not {type(out).__name__}")
+    return out[rank]
+
+
+def rank_inputs(ref, case):
+    """Every rank's input of a multi-GPU case: generate_input(**case, rank=r)."""
+    return [ref.generate_input(**case, rank=r) for r in range(int(case["world_size"]))]
 
 
 def ranked_case(case, iteration):
@@ -374,11 +412,25 @@ class _Timer:
 
 
 class _Worker:
-    def __init__(self):
+    def __init__(self, rank=None, world=None, store=None):
         import torch  # noqa: F401  (first, so import errors name torch)
         import kbutils
         import reference
 
+        self.rank, self.world, self.dist = rank, world, None
+        if world is not None:
+            # Before the submission loads, and before anything touches the
+            # device: this rank's GPU is the world's rank-th.
+            import torch.distributed as dist
+
+            if kbutils.device() == "cuda":
+                torch.cuda.set_device(rank)
+            else:
+                torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // world))
+            backend = "nccl" if kbutils.device() == "cuda" else "gloo"
+            dist.init_process_group(backend, init_method="file://" + store, rank=rank, world_size=world,
+                                    timeout=datetime.timedelta(seconds=RANK_TIMEOUT_S))
+            self.dist = dist
         self.torch = torch
         self.kb = kbutils
         self.ref = reference
@@ -401,7 +453,8 @@ class _Worker:
                 pass  # a reference without ref_kernel, say
         if self.dev == "cuda":
             self.flush_l2()
-            self.timer = _Timer(torch, self.clock)
+            if world is None:  # ranks are timed between barriers
+                self.timer = _Timer(torch, self.clock)
 
     def roots(self):
         return {"torch": self.torch, "time": time, "kbutils": self.kb, "reference": self.ref, "eval": sys.modules[__name__]}
@@ -477,9 +530,83 @@ class _Worker:
     def run_once(self, case):
         """Generate, compute the reference first, run the submission on a
         clone and check it against the pristine input. Returns (ok, message)."""
-        data = self.ref.generate_input(**case)
-        expected = self.expected(data)
+        data, expected = self.inputs(case)
         return self.run_checked(self.load_submission(), data, expected)
+
+    def inputs(self, case):
+        """(the input this process's call gets, its expected output)."""
+        if self.world is None:
+            data = self.ref.generate_input(**case)
+            return data, self.expected(data)
+        datas = rank_inputs(self.ref, case)
+        return datas[self.rank], ranks_expected(self.kb, self.ref, datas, self.rank)
+
+    def agree(self, failed, stop=False):
+        """(whether any rank failed, whether rank 0 says stop): every rank
+        leaves a loop at the same call, or the others would wait in a
+        collective for it."""
+        torch = self.torch
+        flags = torch.tensor([int(bool(failed)), int(bool(stop) and self.rank == 0)], dtype=torch.int64, device=self.dev)
+        self.dist.all_reduce(flags, op=self.dist.ReduceOp.MAX)
+        failed, stop = flags.tolist()
+        return bool(failed), bool(stop)
+
+    def barrier(self):
+        self.sync()
+        if self.dev == "cuda":
+            self.dist.barrier(device_ids=[self.rank])
+        else:
+            self.dist.barrier()
+
+    def benchmark_ranks(self, case, kind, recheck):
+        """A multi-GPU benchmark: every rank calls the submission together,
+        between barriers; rank 0's clock times the calls and decides when
+        to stop, and every rank's output is checked."""
+        repeats, budget_s, wall_s = limits_for(self.dev, kind)
+        kernel = self.load_submission()
+        data, expected = self.inputs(case)
+        ok, msg = self.run_checked(kernel, data, expected)
+        if self.agree(not ok)[0]:
+            return {"error": msg if not ok else PEER_FAILED, "peer": ok}
+        t_end = time.perf_counter() + 0.05
+        for _ in range(100):
+            kernel(self.kb.clone_data(data))
+            self.sync()
+            if self.agree(False, time.perf_counter() > t_end)[1]:
+                break
+        times = []
+        wall0 = time.perf_counter()
+        seed = case.get("seed")
+        for i in range(repeats):
+            if recheck and seed is not None:
+                data, expected = self.inputs(ranked_case(case, i))
+            arg = self.kb.clone_data(data)
+            self.flush_l2()
+            self.barrier()
+            t0 = self.clock()
+            out = kernel(arg)
+            self.barrier()
+            times.append(float(self.clock() - t0))
+            msg = ""
+            if recheck:
+                if not self.kb.same_data(arg, data):
+                    msg = "custom_kernel modified its input; inputs must be left as they were"
+                else:
+                    ok, msg = self.check(data, expected, out)
+                    if ok:
+                        msg = self.hand_over(out, i, ask=True)
+            del out, arg
+            stop = False
+            if len(times) >= MIN_RUNS:
+                s = stats(times)
+                stop = (s["mean"] > 0 and s["err"] / s["mean"] < TARGET_REL_ERR) or s["mean"] * len(times) > budget_s * 1e9 \
+                    or time.perf_counter() - wall0 > wall_s
+            failed, stop = self.agree(bool(msg), stop)
+            if failed:
+                return {"error": f"timed iteration {i}: {msg}" if msg else PEER_FAILED, "peer": not msg}
+            if stop:
+                break
+        return {"times": times, "tails": 0}
 
     def run_checked(self, kernel, data, expected):
         arg = self.kb.clone_data(data)
@@ -513,6 +640,8 @@ class _Worker:
         return arg, out, float(self.clock() - t0), False
 
     def benchmark(self, case, kind, recheck):
+        if self.world is not None:
+            return self.benchmark_ranks(case, kind, recheck)
         repeats, budget_s, wall_s = limits_for(self.dev, kind)
         kernel = self.load_submission()
         data = self.ref.generate_input(**case)
@@ -568,7 +697,7 @@ class _Worker:
     def profile(self, case):
         torch = self.torch
         kernel = self.load_submission()
-        data = self.ref.generate_input(**case)
+        data = self.ref.generate_input(**case) if self.world is None else rank_inputs(self.ref, case)[self.rank]
         kernel(self.kb.clone_data(data))  # compile and warm up outside the profile
         self.sync()
         arg = self.kb.clone_data(data)
@@ -609,14 +738,14 @@ def _send(wfile, obj):
     wfile.flush()
 
 
-def worker_main(job_fd: int, reply_fd: int, ship_fd: int = -1):
+def worker_main(job_fd: int, reply_fd: int, ship_fd: int = -1, rank=None, world=None, store=None):
     """The worker: answers jobs, one JSON line each way, until told to stop.
     JSON rather than pickle: the parent must never unpickle what a process
-    running user code wrote."""
+    running user code wrote. With world, it is one rank of a multi-GPU run."""
     jobs = os.fdopen(job_fd, "r")
     replies = os.fdopen(reply_fd, "w")
     try:
-        w = _Worker()
+        w = _Worker(rank, world, store)
     except BaseException as e:  # noqa: BLE001 - everything is reported
         _send(replies, {"fatal": "harness set-up failed: " + _describe(e)})
         return
@@ -678,16 +807,18 @@ class _Checker:
         self.fd, self.torch, self.kb, self.ref = fd, torch, kbutils, reference
         self.dev = kbutils.device()
         self.rng = random.SystemRandom()
+        # The ranks of a multi-GPU run share this checker, one thread each.
+        self.lock = threading.Lock()
 
     def pick(self):
         return self.rng.random() < SAMPLE_FRACTION
 
-    def receive(self, meta):
+    def receive(self, fd, meta):
         """The output from shared memory, or a string saying what is wrong."""
         torch = self.torch
         if not isinstance(meta, dict) or "error" in meta:
             return str(meta.get("error") if isinstance(meta, dict) else "the hand-over is not an object")
-        size = os.fstat(self.fd).st_size
+        size = os.fstat(fd).st_size
         out = []
         for m in meta.get("tensors") or []:
             dtype, shape = m.get("dtype"), m.get("shape")
@@ -698,25 +829,57 @@ class _Checker:
             off = m.get("offset")
             if not isinstance(off, int) or off < 0 or m.get("nbytes") != n or off + n > min(size, MAX_HANDOVER):
                 return "the hand-over's sizes do not add up"
-            raw = bytearray(os.pread(self.fd, n, off)) if n else bytearray(1)
+            raw = bytearray(os.pread(fd, n, off)) if n else bytearray(1)
             t = torch.frombuffer(raw, dtype=torch.uint8)[:n].view(dt).reshape(shape)
             out.append(t.to(self.dev))
         if not out and not meta.get("sequence"):
             return "the hand-over holds no tensor"
         return tuple(out) if meta.get("sequence") else out[0]
 
-    def verify(self, case, meta):
-        """The objection to one handed-over output, or ""."""
-        out = self.receive(meta)
-        if isinstance(out, str):
-            return out
-        iteration = meta.get("iteration")
-        if iteration is not None and not isinstance(iteration, int):
-            return "the hand-over names no iteration"
-        data = self.ref.generate_input(**ranked_case(case, iteration))
-        expected = expected_of(self.kb, self.ref, data)
-        ok, msg = verdict(self.kb, self.torch, self.ref, data, expected, out)
-        return "" if ok else (msg or "wrong result")
+    def verify(self, case, meta, fd=None, rank=None):
+        """The objection to one handed-over output (from rank's memfd in a
+        multi-GPU run), or ""."""
+        with self.lock:
+            out = self.receive(self.fd if fd is None else fd, meta)
+            if isinstance(out, str):
+                return out
+            iteration = meta.get("iteration")
+            if iteration is not None and not isinstance(iteration, int):
+                return "the hand-over names no iteration"
+            case = ranked_case(case, iteration)
+            if rank is None:
+                data = self.ref.generate_input(**case)
+                expected = expected_of(self.kb, self.ref, data)
+            else:
+                datas = rank_inputs(self.ref, case)
+                data, expected = datas[rank], ranks_expected(self.kb, self.ref, datas, rank)
+            ok, msg = verdict(self.kb, self.torch, self.ref, data, expected, out)
+            return "" if ok else (msg or "wrong result")
+
+
+class CheckerLoad:
+    """The second check's _Checker, loaded in a thread (fd None: a mode that
+    checks nothing)."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.checker = self.error = None
+        self.loading = threading.Thread(target=self._load if fd is not None else None, name="checker", daemon=True)
+        self.loading.start()
+
+    def _load(self):
+        try:
+            self.checker = _Checker(self.fd)
+        except Exception as e:  # noqa: BLE001 - torch or the reference broke here too
+            self.error = e
+
+    def get(self):
+        self.loading.join()
+        if self.checker is None and self.error is None:
+            raise WorkerDied("the submission's process handed over an output in a mode that checks none")
+        if self.checker is None:
+            raise WorkerDied("the harness's own check could not start: " + _describe(self.error), setup=True)
+        return self.checker
 
 
 class Pool:
@@ -724,18 +887,21 @@ class Pool:
     interpreter (not a fork), started without the result descriptor and
     without POPCORN_SEED in its environment."""
 
-    def __init__(self, check=True):
+    def __init__(self, check=True, rank=None, world=None, store=None, loader=None):
         job_r, self.job_w = os.pipe()
         self.reply_r, reply_w = os.pipe()
         # Outputs handed over for the second check: shared memory, no path.
         self.ship_fd = os.memfd_create("kernelbox-outputs")
+        self.rank = rank
         # The second check's torch, reference and device context load while
-        # the worker starts, not after it: on a GPU that is seconds.
-        self.checker = self.checker_error = None
-        self.loading = threading.Thread(target=self._load_checker if check else None, name="checker", daemon=True)
-        self.loading.start()
-        code = f"import eval; eval.worker_main({job_r}, {reply_w}, {self.ship_fd})"
-        self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=(job_r, reply_w, self.ship_fd), close_fds=True)
+        # the worker starts, not after it: on a GPU that is seconds. The
+        # ranks of a gang share one.
+        self.loader = loader or CheckerLoad(self.ship_fd if check else None)
+        code = f"import eval; eval.worker_main({job_r}, {reply_w}, {self.ship_fd}, {rank!r}, {world!r}, {store!r})"
+        env = None
+        if world is not None:
+            env = dict(os.environ, **RANK_ENV)
+        self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=(job_r, reply_w, self.ship_fd), close_fds=True, env=env)
         os.close(job_r)
         os.close(reply_w)
         self.jobs = os.fdopen(self.job_w, "w")
@@ -801,7 +967,7 @@ class Pool:
                 elif not pending:
                     failure = failure or "the submission's process handed over an output it was not asked for"
                 pending = False
-                msg = self.checker_for().verify(case, meta)
+                msg = self.checker_for().verify(case, meta, self.ship_fd, self.rank)
                 if msg:
                     where = "" if iteration is None else f"timed iteration {iteration}: "
                     failure = failure or f"{where}the harness's own check: {msg}"
@@ -827,22 +993,11 @@ class Pool:
             return f"the submission's process skipped the harness's checks ({queries} of {len(times)} timed iterations)"
         return ""
 
-    def _load_checker(self):
-        try:
-            self.checker = _Checker(self.ship_fd)
-        except Exception as e:  # noqa: BLE001 - torch or the reference broke here too
-            self.checker_error = e
-
     def checker_for(self):
-        self.loading.join()
-        if self.checker is None and self.checker_error is None:
-            raise WorkerDied("the submission's process handed over an output in a mode that checks none")
-        if self.checker is None:
-            raise WorkerDied("the harness's own check could not start: " + _describe(self.checker_error), setup=True)
-        return self.checker
+        return self.loader.get()
 
     def close(self):
-        self.loading.join()
+        self.loader.loading.join()
         try:
             _send(self.jobs, None)
         except OSError:
@@ -852,6 +1007,115 @@ class Pool:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+class Gang:
+    """The workers of a multi-GPU run, one a rank, sharing one second check.
+    A job goes to every rank, and the conversation with each runs in a
+    thread of its own: a rank may wait in a collective for the others.
+    When one rank fails and the others do not answer within PEER_GRACE_S
+    (they wait for it in a collective), they are stopped, and the gang with
+    them."""
+
+    def __init__(self, world, check=True):
+        self.world = world
+        self.dir = tempfile.mkdtemp(prefix="kernelbox-ranks-")
+        store = os.path.join(self.dir, "store")  # the rendezvous: a file, no port
+        first = Pool(check, 0, world, store)
+        self.pools = [first] + [Pool(check, r, world, store, loader=first.loader) for r in range(1, world)]
+        self.dead = ""
+
+    def ask(self, kind, case):
+        if self.dead:
+            raise WorkerDied(self.dead)
+        n = self.world
+        replies, died, order = [None] * n, [None] * n, []
+        failed = threading.Event()
+
+        def one(r):
+            try:
+                replies[r] = reply = self.pools[r].ask(kind, case)
+                if "error" in reply or reply.get("ok") is False:
+                    failed.set()
+            except WorkerDied as e:
+                died[r] = e
+                order.append(r)
+                failed.set()
+
+        threads = [threading.Thread(target=one, args=(r,), name=f"rank{r}", daemon=True) for r in range(n)]
+        for t in threads:
+            t.start()
+        while any(t.is_alive() for t in threads) and not failed.wait(0.2):
+            pass
+        deadline = time.monotonic() + PEER_GRACE_S
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        first_death = order[0] if order else None
+        if any(t.is_alive() for t in threads):
+            for p in self.pools:
+                p.proc.kill()
+            for t in threads:
+                t.join()
+        return self._merge(kind, replies, died, first_death)
+
+    def _merge(self, kind, replies, died, first_death):
+        """One reply for the run: the first rank's own failure, else rank
+        0's reply (its clock times the calls)."""
+        for e in died:
+            if e is not None and e.setup:
+                raise e
+        for r, reply in enumerate(replies):
+            if reply and "error" in reply and not reply.get("peer"):
+                self.dead = self.dead or self._stopped(died)
+                return dict(reply, error=f"rank {r}: {reply['error']}")
+        if kind == "test":
+            for r, reply in enumerate(replies):
+                if reply and reply.get("ok") is False:
+                    return dict(reply, message=f"rank {r}: {reply.get('message', '')}")
+        if first_death is not None:
+            self.dead = f"rank {first_death}: {died[first_death]}"
+            raise WorkerDied(self.dead)
+        for reply in replies:
+            if reply and "error" in reply:
+                return reply
+        return replies[0]
+
+    @staticmethod
+    def _stopped(died):
+        if any(e is not None for e in died):
+            return "the ranks were stopped after an earlier failure"
+        return ""
+
+    def close(self):
+        for p in self.pools:
+            p.close()
+        import shutil
+
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Ranks:
+    """A multi-GPU run's cases: each gets a gang of its world_size, started
+    when a case first needs it."""
+
+    def __init__(self, gpus, check=True):
+        self.gpus, self.check, self.gang = gpus, check, None
+
+    def ask(self, kind, case):
+        world = case.get("world_size")
+        if not isinstance(world, int) or isinstance(world, bool) or world < 1:
+            return {"error": f"a multi-GPU case needs a positive integer world_size, not {world!r}", "bad_case": True}
+        if world > self.gpus:
+            return {"error": f"the case needs world_size {world} and the run has {self.gpus} GPUs (POPCORN_GPUS)", "bad_case": True}
+        if self.gang is None or self.gang.world != world:
+            self.close()
+            self.gang = Gang(world, self.check)
+        return self.gang.ask(kind, case)
+
+    def close(self):
+        if self.gang is not None:
+            self.gang.close()
+            self.gang = None
 
 
 def run_tests(out: Popcorn, pool: Pool, cases) -> int:
@@ -976,7 +1240,16 @@ def main(argv) -> int:
         for case in cases:
             if "seed" in case:
                 case["seed"] = combine(case["seed"], s)
-    pool = Pool(check=mode != "profile")  # profile mode hands nothing over
+    gpus = os.environ.pop("POPCORN_GPUS", None)
+    check = mode != "profile"  # profile mode hands nothing over
+    if gpus is None:
+        pool = Pool(check=check)
+    else:
+        try:
+            pool = Ranks(int(gpus), check=check)
+        except ValueError:
+            print(f"kernelbox harness: POPCORN_GPUS={gpus!r} is not an integer", file=sys.stderr)
+            return EXIT_BAD_CASE
     try:
         if mode == "test":
             return run_tests(out, pool, cases)
