@@ -61,6 +61,9 @@ type NewJob struct {
 	// Key, when set, makes Enqueue idempotent: a job whose key is already
 	// stored is not added again, and its existing id is returned.
 	Key string
+	// GPUs is how many GPUs of GPUType the job needs at once (a gang); 1
+	// when zero.
+	GPUs int
 }
 
 // Job is a stored job.
@@ -78,6 +81,7 @@ type Job struct {
 	Finished    time.Time // zero until it ends
 	Error       string
 	Key         string
+	GPUs        int
 }
 
 // Final reports whether the job has ended.
@@ -113,6 +117,9 @@ func (s *Store) Enqueue(ctx context.Context, jobs ...NewJob) ([]int64, error) {
 		if j.MaxAttempts <= 0 {
 			j.MaxAttempts = 3
 		}
+		if j.GPUs <= 0 {
+			j.GPUs = 1
+		}
 		if j.Payload == nil {
 			j.Payload = []byte{}
 		}
@@ -121,9 +128,9 @@ func (s *Store) Enqueue(ctx context.Context, jobs ...NewJob) ([]int64, error) {
 			key = j.Key
 		}
 		var id int64
-		err := tx.QueryRowContext(ctx, `INSERT INTO jobs (class, user, gpu_type, payload, max_attempts, created_ms, run_after_ms, key)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) WHERE key IS NOT NULL DO NOTHING RETURNING id`,
-			j.Class, j.User, j.GPUType, j.Payload, j.MaxAttempts, now, now, key).Scan(&id)
+		err := tx.QueryRowContext(ctx, `INSERT INTO jobs (class, user, gpu_type, payload, max_attempts, created_ms, run_after_ms, key, gpus)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) WHERE key IS NOT NULL DO NOTHING RETURNING id`,
+			j.Class, j.User, j.GPUType, j.Payload, j.MaxAttempts, now, now, key, j.GPUs).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			err = tx.QueryRowContext(ctx, `SELECT id FROM jobs WHERE key = ?`, j.Key).Scan(&id)
 		}
@@ -150,12 +157,36 @@ type ClaimRequest struct {
 	// MaxRunningPerUser skips users who already hold that many leases (on
 	// any GPU type), so one user cannot take every slot; 0 means no cap.
 	MaxRunningPerUser int
+	// Free is how many GPUs of the type are idle now: the job taken needs
+	// no more (1 when zero).
+	Free int
+	// Capacity is how many GPUs of the type can take jobs at all (not
+	// drained; Free when zero): a job needing more is passed by, not
+	// waited for, until the box has them again.
+	Capacity int
+	// BackfillLimit is how many jobs may start ahead of a gang job that
+	// heads the queue and does not fit yet; after that the free GPUs wait
+	// for it (a reservation), so single-GPU jobs cannot starve it.
+	BackfillLimit int
 }
 
-// Claim leases the next ready job of r.GPUType. The pick: class first (test
-// before ranked), then the user who has used the least GPU time less the
-// credit for waiting, then the oldest. It is one UPDATE … RETURNING, so two
-// slots never take the same job.
+// readyOrder is the pick: class first (test before ranked), then the user
+// who has used the least GPU time less the credit for waiting, then the
+// oldest. Its arguments: gpu type, now, the running cap, the largest gang,
+// now, the credit.
+const readyOrder = `FROM jobs j LEFT JOIN usage u ON u.user = j.user
+	WHERE j.state = 'queued' AND j.gpu_type = ? AND j.run_after_ms <= ?
+	  AND (SELECT COUNT(*) FROM jobs h WHERE h.user = j.user AND h.state IN ('leased','running')) < ?
+	  AND j.gpus <= ?
+	ORDER BY j.class, COALESCE(u.gpu_ms, 0) - (? - j.created_ms) / 1000 * ?, j.id
+	LIMIT 1`
+
+// Claim leases the next ready job of r.GPUType that fits in r.Free GPUs.
+// The job at the head of the queue (readyOrder, among jobs the box can hold
+// at all) goes first; when it needs more GPUs than are free, the best job
+// that fits starts instead, at most r.BackfillLimit times, each counted on
+// the waiting job, after which nothing of the type starts until it fits.
+// One transaction, so two claims never take the same job.
 func (s *Store) Claim(ctx context.Context, r ClaimRequest) (*Lease, error) {
 	token, err := newToken()
 	if err != nil {
@@ -167,21 +198,49 @@ func (s *Store) Claim(ctx context.Context, r ClaimRequest) (*Lease, error) {
 	if capRunning <= 0 {
 		capRunning = math.MaxInt32
 	}
-	row := s.db.QueryRowContext(ctx, `UPDATE jobs SET state = 'leased', lease_token = ?, lease_boot = ?, lease_until_ms = ?, attempts = attempts + 1
-		WHERE id = (
-			SELECT j.id FROM jobs j LEFT JOIN usage u ON u.user = j.user
-			WHERE j.state = 'queued' AND j.gpu_type = ? AND j.run_after_ms <= ?
-			  AND (SELECT COUNT(*) FROM jobs h WHERE h.user = j.user AND h.state IN ('leased','running')) < ?
-			ORDER BY j.class, COALESCE(u.gpu_ms, 0) - (? - j.created_ms) / 1000 * ?, j.id
-			LIMIT 1)
-		RETURNING `+jobColumns,
-		token, r.Boot, until, r.GPUType, now, capRunning, now, r.AgePerSecond)
-	var l Lease
-	err = scanJob(row, &l.Job)
+	free := max(r.Free, 1)
+	capacity := r.Capacity
+	if capacity <= 0 {
+		capacity = free
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("claim %s: %w", r.GPUType, err)
+	}
+	defer tx.Rollback()
+	var head, gpus, passed int64
+	err = tx.QueryRowContext(ctx, `SELECT j.id, j.gpus, j.passed_over `+readyOrder,
+		r.GPUType, now, capRunning, capacity, now, r.AgePerSecond).Scan(&head, &gpus, &passed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNoJob
 	}
 	if err != nil {
+		return nil, fmt.Errorf("claim %s: %w", r.GPUType, err)
+	}
+	pick := head
+	if gpus > int64(free) {
+		if passed >= int64(r.BackfillLimit) {
+			return nil, ErrNoJob // the free GPUs are held for the head
+		}
+		err = tx.QueryRowContext(ctx, `SELECT j.id `+readyOrder,
+			r.GPUType, now, capRunning, free, now, r.AgePerSecond).Scan(&pick)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, ErrNoJob
+		}
+		if err != nil {
+			return nil, fmt.Errorf("claim %s: %w", r.GPUType, err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET passed_over = passed_over + 1 WHERE id = ?`, head); err != nil {
+			return nil, fmt.Errorf("claim %s: pass over job %d: %w", r.GPUType, head, err)
+		}
+	}
+	row := tx.QueryRowContext(ctx, `UPDATE jobs SET state = 'leased', lease_token = ?, lease_boot = ?, lease_until_ms = ?, attempts = attempts + 1
+		WHERE id = ? RETURNING `+jobColumns, token, r.Boot, until, pick)
+	var l Lease
+	if err := scanJob(row, &l.Job); err != nil {
+		return nil, fmt.Errorf("claim %s: job %d: %w", r.GPUType, pick, err)
+	}
+	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("claim %s: %w", r.GPUType, err)
 	}
 	l.Token = token
@@ -335,14 +394,14 @@ func (s *Store) Get(ctx context.Context, id int64) (*Job, error) {
 }
 
 // jobColumns are the columns scanJob reads, in its order.
-const jobColumns = `id, class, user, gpu_type, payload, state, attempts, max_attempts, created_ms, started_ms, finished_ms, error, key`
+const jobColumns = `id, class, user, gpu_type, payload, state, attempts, max_attempts, created_ms, started_ms, finished_ms, error, key, gpus`
 
 func scanJob(row interface{ Scan(...any) error }, j *Job) error {
 	var created int64
 	var started, finished sql.NullInt64
 	var key sql.NullString
 	if err := row.Scan(&j.ID, &j.Class, &j.User, &j.GPUType, &j.Payload, &j.State, &j.Attempts, &j.MaxAttempts,
-		&created, &started, &finished, &j.Error, &key); err != nil {
+		&created, &started, &finished, &j.Error, &key, &j.GPUs); err != nil {
 		return err
 	}
 	j.Created = time.UnixMilli(created)
