@@ -71,6 +71,10 @@ type Config struct {
 	MaxQueuedPerUser int `yaml:"max_queued_per_user"`
 	// MaxRunningPerUser caps the GPU slots one user holds at once.
 	MaxRunningPerUser int `yaml:"max_running_per_user"`
+	// BackfillLimit is how many jobs may start ahead of a multi-GPU job
+	// that heads the queue and waits for enough GPUs; then the free GPUs
+	// are held for it.
+	BackfillLimit int `yaml:"backfill_limit"`
 	// AgePerSecond is the fair-share credit of waiting, in GPU-milliseconds
 	// per second: a heavy user's job is not starved by light users.
 	AgePerSecond int64 `yaml:"age_per_second"`
@@ -205,6 +209,7 @@ func DefaultConfig() Config {
 		LeaseTTL:          30 * time.Second,
 		MaxQueuedPerUser:  20,
 		MaxRunningPerUser: 2,
+		BackfillLimit:     4,
 		AgePerSecond:      1000,
 		RateLimits:        map[string]int{CategoryTest: 120, CategoryRanked: 30},
 		MaxUploadBytes:    maxSubmissionBytes,
@@ -291,6 +296,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxRunningPerUser < 0 {
 		bad("max_running_per_user", "must not be negative")
+	}
+	if c.BackfillLimit < 0 {
+		bad("backfill_limit", "must not be negative")
 	}
 	for k, v := range c.RateLimits {
 		if k != CategoryTest && k != CategoryRanked {

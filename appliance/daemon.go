@@ -246,7 +246,7 @@ func (d *Daemon) prepareRunner(ctx context.Context) (*problems.Interpreter, laun
 	}
 	if !d.cfg.Sandbox {
 		d.log.Warn("the sandbox is off: submissions run as the daemon's user, with its access (development only)")
-		return it, func(Slot, problems.Mode) (problems.Launcher, []string) {
+		return it, func(gang, problems.Mode) (problems.Launcher, []string) {
 			return problems.ExecLauncher{}, sandboxEnv(it.BinDir)
 		}
 	}
@@ -278,15 +278,15 @@ func (d *Daemon) prepareRunner(ctx context.Context) (*problems.Interpreter, laun
 	}
 	binds := harnessBinds(it, extra)
 	env := sandboxEnv(it.BinDir)
-	return it, func(slot Slot, mode problems.Mode) (problems.Launcher, []string) {
+	return it, func(g gang, mode problems.Mode) (problems.Launcher, []string) {
 		lim := policies.ForMode(string(mode), 0)
-		lim.Cpuset = slot.Cpuset
+		lim.Cpuset = g.cpuset()
 		b := binds
-		if mode == problems.ModeProfile && slot.GPU != nil {
+		if mode == problems.ModeProfile && g[0].GPU != nil {
 			b = append(append([]sandbox.Bind(nil), binds...), d.profilerBinds...)
 		}
-		return &sandboxLauncher{rt: rt, binds: b, limits: lim, devices: slot.devices(mode), mask: slot.Mask},
-			append(append([]string(nil), env...), slot.env()...)
+		return &sandboxLauncher{rt: rt, binds: b, limits: lim, devices: g.devices(mode), mask: g.mask()},
+			append(append([]string(nil), env...), g.env()...)
 	}
 }
 

@@ -438,7 +438,7 @@ func TestDaemon_InfrastructureRetries(t *testing.T) {
 			t.Parallel()
 			fl := &flakyLauncher{fails: tc.fails, real: problems.ExecLauncher{}}
 			td := startDaemonWith(t, t.TempDir(), func(c *Config) { c.CPUSlots = 1 }, func(d *Daemon) {
-				d.launch = func(Slot, problems.Mode) (problems.Launcher, []string) { return fl, sandboxEnv(d.Python.BinDir) }
+				d.launch = func(gang, problems.Mode) (problems.Launcher, []string) { return fl, sandboxEnv(d.Python.BinDir) }
 			})
 			td.loadQuick()
 			out, errOut, code := td.cli(td.token, "submit", quickSolution("correct/double.py"), "--json")

@@ -69,29 +69,148 @@ func gpuSlots(inv gpu.Inventory, allowed []int) []Slot {
 	return out
 }
 
-// devices are the nodes a run in mode gets on the slot: the GPU's, and
-// for profile mode the profiler's too.
-func (s Slot) devices(mode problems.Mode) []sandbox.Device {
-	if s.GPU == nil {
-		return nil
+// A gang is the slots one job runs on: one, or a multi-GPU problem's
+// world_size, all of one type; the first leads (its ceilings and clocks are
+// the run's).
+type gang []Slot
+
+// ids names the gang's slots, as runs record them: "A" or "A+B".
+func (g gang) ids() string {
+	ids := make([]string, len(g))
+	for i, s := range g {
+		ids[i] = s.ID
 	}
-	nodes := s.GPU.Nodes
-	if mode == problems.ModeProfile {
-		nodes = append(append([]gpu.Node(nil), nodes...), s.GPU.ProfilingNodes...)
-	}
+	return strings.Join(ids, "+")
+}
+
+// devices are the nodes a run in mode gets on the gang: its GPUs', and for
+// profile mode the profiler's too (shared nodes once).
+func (g gang) devices(mode problems.Mode) []sandbox.Device {
 	var out []sandbox.Device
-	for _, n := range nodes {
-		out = append(out, sandbox.Device{Path: n.Path, Type: n.Type, Major: n.Major, Minor: n.Minor})
+	seen := map[string]bool{}
+	for _, s := range g {
+		if s.GPU == nil {
+			continue
+		}
+		nodes := s.GPU.Nodes
+		if mode == problems.ModeProfile {
+			nodes = append(append([]gpu.Node(nil), nodes...), s.GPU.ProfilingNodes...)
+		}
+		for _, n := range nodes {
+			if !seen[n.Path] {
+				seen[n.Path] = true
+				out = append(out, sandbox.Device{Path: n.Path, Type: n.Type, Major: n.Major, Minor: n.Minor})
+			}
+		}
 	}
 	return out
 }
 
-// env is what the slot adds to a run's environment.
-func (s Slot) env() []string {
-	if s.GPU == nil {
-		return nil
+// env is what the gang adds to a run's environment: each variable once,
+// its distinct values joined by commas in the gang's order
+// (CUDA_VISIBLE_DEVICES=GPU-a,GPU-b, CUDA_DEVICE_ORDER=PCI_BUS_ID).
+func (g gang) env() []string {
+	var keys []string
+	vals := map[string][]string{}
+	for _, s := range g {
+		if s.GPU == nil {
+			continue
+		}
+		for _, kv := range s.GPU.VisibleEnv {
+			k, v, _ := strings.Cut(kv, "=")
+			if _, ok := vals[k]; !ok {
+				keys = append(keys, k)
+			}
+			if !slices.Contains(vals[k], v) {
+				vals[k] = append(vals[k], v)
+			}
+		}
 	}
-	return s.GPU.VisibleEnv
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k + "=" + strings.Join(vals[k], ",")
+	}
+	return out
+}
+
+// mask are the /proc directories of the GPUs outside the gang.
+func (g gang) mask() []string {
+	var own, out []string
+	for _, s := range g {
+		if s.GPU != nil {
+			own = append(own, s.GPU.ProcDir)
+		}
+	}
+	for _, s := range g {
+		for _, m := range s.Mask {
+			if !slices.Contains(own, m) && !slices.Contains(out, m) {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+// cpuset is the union of the slots' CPUs; empty (all) when one has none.
+func (g gang) cpuset() string {
+	var parts []string
+	for _, s := range g {
+		if s.Cpuset == "" {
+			return ""
+		}
+		parts = append(parts, s.Cpuset)
+	}
+	return strings.Join(parts, ",")
+}
+
+// pickGang chooses k of the free slots for one job: for k > 1 the set whose
+// pairs share the most NVLink/xGMI links, then a NUMA node, so that a
+// multi-GPU run talks over the interconnect and not across sockets. The
+// free slots come in the box's order, which breaks ties.
+func pickGang(free []Slot, k int) gang {
+	if k <= 1 || k >= len(free) {
+		return gang(free[:min(max(k, 1), len(free))])
+	}
+	affinity := func(a, b Slot) int {
+		if a.GPU == nil || b.GPU == nil {
+			return 0
+		}
+		score := 4 * a.GPU.Links[b.GPU.UUID]
+		if a.GPU.NUMANode >= 0 && a.GPU.NUMANode == b.GPU.NUMANode {
+			score++
+		}
+		return score
+	}
+	var best gang
+	bestScore := -1
+	for seed := range free {
+		// Grow from each slot, adding the one closest to those taken.
+		taken := gang{free[seed]}
+		used := map[int]bool{seed: true}
+		score := 0
+		for len(taken) < k {
+			pick, pickScore := -1, -1
+			for i, s := range free {
+				if used[i] {
+					continue
+				}
+				sc := 0
+				for _, t := range taken {
+					sc += affinity(s, t)
+				}
+				if sc > pickScore {
+					pick, pickScore = i, sc
+				}
+			}
+			used[pick] = true
+			taken = append(taken, free[pick])
+			score += pickScore
+		}
+		if score > bestScore {
+			best, bestScore = taken, score
+		}
+	}
+	return best
 }
 
 // gpuMonitor is what the runner needs of gpu.Monitor.
@@ -145,10 +264,11 @@ func allowedCPUs() []int {
 }
 
 // launcherFunc gives the launcher and base environment for one run on a
-// slot: the sandbox with the slot's device nodes, in the daemon.
-type launcherFunc func(slot Slot, mode problems.Mode) (problems.Launcher, []string)
+// gang: the sandbox with its device nodes, in the daemon.
+type launcherFunc func(g gang, mode problems.Mode) (problems.Launcher, []string)
 
-// runner takes jobs off the queue, one goroutine per slot, and runs them.
+// runner takes jobs off the queue, one dispatcher per GPU type, and runs
+// each on a gang of that type's free slots.
 type runner struct {
 	svc      *Service
 	slots    []Slot
@@ -178,8 +298,8 @@ type runner struct {
 	onJobDone  func()   // tests and the idle-gap benchmark listen here
 }
 
-// Start registers the slots with the service and starts one goroutine per
-// slot and one for the lease reaper. Stop ends them.
+// Start registers the slots with the service and starts one dispatcher per
+// GPU type and the lease reaper. Stop ends them.
 func (r *runner) Start(ctx context.Context) error {
 	r.soft, r.cancelSoft = context.WithCancel(context.WithoutCancel(ctx))
 	r.hard, r.cancelHard = context.WithCancel(context.WithoutCancel(ctx))
@@ -194,11 +314,19 @@ func (r *runner) Start(ctx context.Context) error {
 		r.svc.slots[s.GPUType]++
 	}
 	r.svc.mu.Unlock()
+	var types []string
+	byType := map[string][]Slot{}
 	for _, s := range r.slots {
+		if _, ok := byType[s.GPUType]; !ok {
+			types = append(types, s.GPUType)
+		}
+		byType[s.GPUType] = append(byType[s.GPUType], s)
+	}
+	for _, t := range types {
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
-			r.loop(s)
+			r.dispatch(byType[t])
 		}()
 	}
 	r.wg.Add(1)
@@ -323,27 +451,44 @@ func (r *runner) Stop(grace time.Duration) {
 	})
 }
 
-func (r *runner) loop(slot Slot) {
-	log := r.log.With(logSlot, slot.ID)
-	req := queue.ClaimRequest{GPUType: slot.GPUType, Boot: r.svc.boot, TTL: r.svc.cfg.LeaseTTL,
-		AgePerSecond: r.svc.cfg.AgePerSecond, MaxRunningPerUser: r.svc.cfg.MaxRunningPerUser}
+// dispatch hands the jobs of one GPU type to its slots (all of that
+// type): whenever some are free it claims a job that fits in them (the
+// queue's gang allocation decides which) and runs it on a gang of them in
+// a goroutine of its own, until Stop.
+func (r *runner) dispatch(slots []Slot) {
+	log := r.log.With("gpu", slots[0].GPUType)
+	req := queue.ClaimRequest{GPUType: slots[0].GPUType, Boot: r.svc.boot, TTL: r.svc.cfg.LeaseTTL,
+		AgePerSecond: r.svc.cfg.AgePerSecond, MaxRunningPerUser: r.svc.cfg.MaxRunningPerUser,
+		BackfillLimit: r.svc.cfg.BackfillLimit}
 	for r.soft.Err() == nil {
-		// Take the wake-up channel before claiming, so an enqueue between
-		// an empty claim and the wait is not missed.
+		// Take the wake-up channel before claiming, so an enqueue (or a job
+		// ending) between an empty claim and the wait is not missed.
 		wake := r.svc.wake.Wait()
+		var free []Slot
+		usable := 0
+		for _, s := range slots {
+			if _, drained := r.drained.Load(s.ID); drained {
+				continue
+			}
+			usable++
+			if _, busy := r.busy.Load(s.ID); !busy {
+				free = append(free, s)
+			}
+		}
 		err := queue.ErrNoJob
-		if _, drained := r.drained.Load(slot.ID); !drained {
+		if len(free) > 0 {
+			req.Free, req.Capacity = len(free), usable
 			var l *queue.Lease
 			if l, err = r.svc.queue.Claim(r.soft, req); err == nil {
-				r.busy.Store(slot.ID, l.ID)
-				r.handle(log, slot, l)
-				// The slot stays busy through the health check, so it is
-				// idle only once the next job may start on it.
-				r.checkHealth(log, slot, l.ID)
-				r.busy.Delete(slot.ID)
-				if r.onJobDone != nil {
-					r.onJobDone()
+				g := pickGang(free, l.GPUs)
+				for _, s := range g {
+					r.busy.Store(s.ID, l.ID)
 				}
+				r.wg.Add(1)
+				go func() {
+					defer r.wg.Done()
+					r.run(g, l)
+				}()
 				continue
 			}
 		}
@@ -358,6 +503,23 @@ func (r *runner) loop(slot Slot) {
 		}
 		t.Stop()
 	}
+}
+
+// run runs one job on its gang. The slots stay busy through the health
+// check, so they are free only once the next job may start on them.
+func (r *runner) run(g gang, l *queue.Lease) {
+	log := r.log.With(logSlot, g.ids())
+	r.handle(log, g, l)
+	for _, s := range g {
+		r.checkHealth(log, s, l.ID)
+	}
+	for _, s := range g {
+		r.busy.Delete(s.ID)
+	}
+	if r.onJobDone != nil {
+		r.onJobDone()
+	}
+	r.svc.wake.Fire() // GPUs are free: the dispatcher may claim again
 }
 
 // reapLoop requeues the jobs of expired leases and ends runs the queue gave
@@ -395,7 +557,8 @@ func (r *runner) reapLoop() {
 // handle runs one leased job to its end. The store's run row is written
 // before the queue's job is finished; a crash between the two runs nothing
 // twice, because the next holder finds the run ended (StartRun).
-func (r *runner) handle(log *slog.Logger, slot Slot, l *queue.Lease) {
+func (r *runner) handle(log *slog.Logger, g gang, l *queue.Lease) {
+	slot := g[0]
 	ctx := r.hard
 	log = log.With(logJob, l.ID)
 	var p jobPayload
@@ -405,7 +568,7 @@ func (r *runner) handle(log *slog.Logger, slot Slot, l *queue.Lease) {
 		return
 	}
 	log = log.With(logRun, p.Run, logSubmission, p.Submission)
-	started, err := r.svc.store.StartRun(ctx, p.Run, l.Token, slot.ID)
+	started, err := r.svc.store.StartRun(ctx, p.Run, l.Token, g.ids())
 	if err != nil {
 		r.retry(log, l, p, err)
 		return
@@ -456,26 +619,45 @@ func (r *runner) handle(log *slog.Logger, slot Slot, l *queue.Lease) {
 	timed := r.measured(slot) && problems.Mode(rc.Run.Mode) != problems.ModeTest
 	var before *gpu.Telemetry
 	if timed && r.measure.Gate {
-		tel, err := r.monitor.Gate(runCtx, slot.GPU.UUID, r.measure.gateConfig())
-		if err != nil {
-			cancelRun()
-			<-hbDone
-			r.retry(log, l, p, fmt.Errorf("pre-flight gate: %w", err))
-			return
+		for i, s := range g {
+			if !r.measured(s) {
+				continue
+			}
+			tel, err := r.monitor.Gate(runCtx, s.GPU.UUID, r.measure.gateConfig())
+			if err != nil {
+				cancelRun()
+				<-hbDone
+				r.retry(log, l, p, fmt.Errorf("pre-flight gate of %s: %w", s.ID, err))
+				return
+			}
+			if i == 0 {
+				before = &tel
+			}
 		}
-		before = &tel
 	}
-	var sampler *gpu.Sampler
-	if r.measured(slot) {
-		sampler = r.monitor.Sample(slot.GPU.UUID, r.measure.SampleEvery, r.measure.throttleMask())
+	var samplers []*gpu.Sampler
+	for _, s := range g {
+		if r.measured(s) {
+			samplers = append(samplers, r.monitor.Sample(s.GPU.UUID, r.measure.SampleEvery, r.measure.throttleMask()))
+		}
 	}
 	begin := time.Now()
-	rep, profile, evalErr := r.evaluate(runCtx, slot, rc)
+	rep, profile, evalErr := r.evaluate(runCtx, g, rc)
 	wall := time.Since(begin)
-	var tel *gpu.RunTelemetry
-	if sampler != nil {
-		rt := sampler.Stop()
-		tel = &rt
+	// The lead GPU's telemetry, the rest of a gang's, and the first that
+	// throttled.
+	var tel, throttled *gpu.RunTelemetry
+	var others []gpu.RunTelemetry
+	for i, sm := range samplers {
+		rt := sm.Stop()
+		if i == 0 {
+			tel = &rt
+		} else {
+			others = append(others, rt)
+		}
+		if rt.Throttled && throttled == nil {
+			throttled = &rt
+		}
 	}
 	cancelRun()
 	<-hbDone
@@ -496,10 +678,10 @@ func (r *runner) handle(log *slog.Logger, slot Slot, l *queue.Lease) {
 		r.retry(log, l, p, evalErr)
 		return
 	}
-	if timed && tel.Throttled {
+	if timed && throttled != nil {
 		// The timings are not comparable: run it again, and never score this one.
 		r.retry(log, l, p, fmt.Errorf("the GPU throttled during the run (clock-event reasons %#x, SM clock %d-%d MHz)",
-			tel.Reasons&r.measure.throttleMask(), tel.SMClockMin, tel.SMClockMax))
+			throttled.Reasons&r.measure.throttleMask(), throttled.SMClockMin, throttled.SMClockMax))
 		return
 	}
 	res := RunResult{Status: StatusDone, Passed: rep.Passed, Reason: rep.Reason, Profile: profile}
@@ -510,16 +692,20 @@ func (r *runner) handle(log *slog.Logger, slot Slot, l *queue.Lease) {
 		res.Telemetry, _ = json.Marshal(struct {
 			Gate *gpu.Telemetry `json:"gate,omitempty"`
 			*gpu.RunTelemetry
-		}{before, tel})
+			Others []gpu.RunTelemetry `json:"others,omitempty"` // a gang's other GPUs
+		}{before, tel, others})
 	}
 	if rep.Passed && rc.Run.Mode == string(problems.ModeLeaderboard) {
 		res.Score = rep.Score
 	}
 	res.Report, _ = json.Marshal(rep)
-	info := map[string]any{"slot": slot.ID, "gpu": slot.GPUType, "device": slot.Device,
+	info := map[string]any{"slot": g.ids(), "gpu": slot.GPUType, "device": slot.Device,
 		"python": r.python.Path, "torch": r.python.Torch, "kernelbox": version(), "wall_ns": wall}
 	if slot.GPU != nil {
 		info["gpu_uuid"], info["gpu_name"], info["driver"], info["clocks"] = slot.GPU.UUID, slot.GPU.Name, r.driver, slot.Clocks
+	}
+	if len(g) > 1 {
+		info["gpus"] = len(g)
 	}
 	res.SystemInfo, _ = json.Marshal(info)
 	if _, err := r.svc.store.FinishRun(context.WithoutCancel(ctx), p.Run, l.Token, res); err != nil {
@@ -557,7 +743,8 @@ func (r *runner) retry(log *slog.Logger, l *queue.Lease, p jobPayload, cause err
 }
 
 // evaluate runs the harness for one run in a fresh work directory.
-func (r *runner) evaluate(ctx context.Context, slot Slot, rc *RunContext) (*problems.Report, string, error) {
+func (r *runner) evaluate(ctx context.Context, g gang, rc *RunContext) (*problems.Report, string, error) {
+	slot := g[0]
 	t, err := r.svc.task(rc.Leaderboard)
 	if err != nil {
 		return nil, "", err
@@ -572,7 +759,7 @@ func (r *runner) evaluate(ctx context.Context, slot Slot, rc *RunContext) (*prob
 		return nil, "", err
 	}
 	mode := problems.Mode(rc.Run.Mode)
-	launcher, env := r.launch(slot, mode)
+	launcher, env := r.launch(g, mode)
 	var seed *int64
 	if rc.Run.Secret {
 		seed = &rc.Leaderboard.SecretSeed
@@ -588,7 +775,7 @@ func (r *runner) evaluate(ctx context.Context, slot Slot, rc *RunContext) (*prob
 	}
 	rep, err := problems.Evaluate(ctx, launcher, t, problems.EvalOptions{
 		Profiler: profiler, Ceilings: r.measure.ceilings(slot), FloorSlack: r.measure.FloorSlack,
-		Mode: mode, Python: r.python.Path, Device: slot.Device, Seed: seed, Env: env, WorkDir: work,
+		Mode: mode, Python: r.python.Path, Device: slot.Device, Seed: seed, Env: env, WorkDir: work, GPUs: len(g),
 		Submission: rc.Code, OutputLimit: 64 << 10,
 		OnTest: func(phase string, tr problems.TestResult) {
 			if rc.Run.Secret {

@@ -201,6 +201,11 @@ func (s *Service) Submit(ctx context.Context, u *User, req SubmitRequest) (*Subm
 	if err != nil {
 		return nil, err
 	}
+	gpus := gangSize(t, gpu)
+	if have := s.slotCount(gpu); gpus > have {
+		return nil, Errorf(CodeUnavailable, "leaderboard %s is a multi-GPU problem that needs %d %s at once (its largest world_size), and this box has %d",
+			lb.Name, gpus, gpu, have)
+	}
 	want := t.SubmissionFile()
 	if req.FileName == "" {
 		req.FileName = "submission" + filepath.Ext(want)
@@ -248,7 +253,7 @@ func (s *Service) Submit(ctx context.Context, u *User, req SubmitRequest) (*Subm
 	}
 	// From here the submission is accepted: if enqueueing fails, the
 	// reconciler enqueues its runs at the next start or sweep.
-	if err := s.enqueue(ctx, sub.ID, u.Name, category, sub.Runs); err != nil {
+	if err := s.enqueue(ctx, sub.ID, u.Name, category, gpus, sub.Runs); err != nil {
 		s.unreconciled.Store(true)
 		s.log.Error("enqueue accepted submission; the reconciler will retry", logSubmission, sub.ID, "err", err)
 	}
@@ -315,9 +320,20 @@ func (s *Service) checkRate(ctx context.Context, lb *Leaderboard, u *User, categ
 	return nil
 }
 
-// enqueue puts each run's job in the queue under its idempotent key, and
-// records the job ids in the store and in runs.
-func (s *Service) enqueue(ctx context.Context, subID int64, user, category string, runs []RunRecord) error {
+// gangSize is how many GPUs of gpuType one run of the task takes at once:
+// its largest world_size for a multi-GPU problem (CPU slots on the CPU
+// backend), else 1.
+func gangSize(t *problems.Task, gpuType string) int {
+	dev := "cuda"
+	if gpuType == "cpu" {
+		dev = "cpu"
+	}
+	return t.WorldSize(dev)
+}
+
+// enqueue puts each run's job, for a gang of gpus, in the queue under its
+// idempotent key, and records the job ids in the store and in runs.
+func (s *Service) enqueue(ctx context.Context, subID int64, user, category string, gpus int, runs []RunRecord) error {
 	class := queue.ClassRanked
 	if category == CategoryTest {
 		class = queue.ClassTest
@@ -328,7 +344,7 @@ func (s *Service) enqueue(ctx context.Context, subID int64, user, category strin
 		if err != nil {
 			return err
 		}
-		jobs = append(jobs, queue.NewJob{Class: class, User: user, GPUType: r.GPUType, Payload: p, Key: runKey(r.ID)})
+		jobs = append(jobs, queue.NewJob{Class: class, User: user, GPUType: r.GPUType, Payload: p, Key: runKey(r.ID), GPUs: gpus})
 	}
 	ids, err := s.queue.Enqueue(ctx, jobs...)
 	if err != nil {
@@ -358,7 +374,18 @@ func (s *Service) reconcile(ctx context.Context) error {
 			if o.Mode == string(problems.ModeTest) {
 				cat = CategoryTest
 			}
-			if err := s.enqueue(ctx, o.SubmissionID, o.User, cat, []RunRecord{{ID: o.RunID, GPUType: o.GPUType}}); err != nil {
+			rc, err := s.store.LoadRun(ctx, o.RunID)
+			if err != nil {
+				return fmt.Errorf("reconcile run %d: %w", o.RunID, err)
+			}
+			gpus := 1
+			if t, err := s.task(rc.Leaderboard); err == nil {
+				gpus = gangSize(t, o.GPUType)
+			} else {
+				// The run fails when it starts, saying why; it must not hold up the others.
+				s.log.Warn("enqueue a run whose problem does not load", logRun, o.RunID, "err", err)
+			}
+			if err := s.enqueue(ctx, o.SubmissionID, o.User, cat, gpus, []RunRecord{{ID: o.RunID, GPUType: o.GPUType}}); err != nil {
 				return fmt.Errorf("reconcile run %d: %w", o.RunID, err)
 			}
 			s.log.Warn("enqueued a run that had no job", logRun, o.RunID, logSubmission, o.SubmissionID)

@@ -216,3 +216,6 @@ func readUint(path string) (uint64, error) {
 // MIGDevices: AMD partitions (CPX/NPS modes) appear as KFD nodes of their
 // own, which discovery already lists.
 func (d *amdDevice) MIGDevices() ([]MIGDevice, error) { return nil, nil }
+
+// NVLinkPeers: xGMI links are not read yet; AMD GPUs are picked by NUMA node.
+func (d *amdDevice) NVLinkPeers() ([]string, error) { return nil, nil }

@@ -52,6 +52,9 @@ type GPU struct {
 	// clocks, temperature and power are the parent's, shared with its
 	// sibling instances.
 	Parent string `json:"parent,omitempty"`
+	// Links counts the NVLink (or xGMI) links to each peer GPU, by UUID:
+	// a multi-GPU job's GPUs are picked to share them.
+	Links map[string]int `json:"links,omitempty"`
 }
 
 // Inventory is what Discover found.

@@ -165,3 +165,26 @@ func TestParseCPUList(t *testing.T) {
 		}
 	}
 }
+
+// TestDiscover_NVLink: each GPU counts its links to each other GPU, found
+// by the PCI id at the far end (NVML's form, padded); a link to something
+// that is not one of the box's GPUs counts for nothing.
+func TestDiscover_NVLink(t *testing.T) {
+	t.Parallel()
+	fake := &gputest.NVML{Driver: "580.159.04", GPUs: []gputest.GPU{
+		{Name: "NVIDIA H200", UUID: "GPU-aaaa", Minor: 0, PCI: "00000000:00:06.0", NUMA: 0,
+			NVLink: []string{"00000000:00:07.0", "00000000:00:07.0", "00000000:0f:00.0"}},
+		{Name: "NVIDIA H200", UUID: "GPU-bbbb", Minor: 1, PCI: "00000000:00:07.0", NUMA: 0,
+			NVLink: []string{"00000000:00:06.0", "00000000:00:06.0"}},
+	}}
+	inv := gpu.Discover(t.Context(), gpu.Options{NVML: fake, Root: "testdata/nvidia"})
+	if len(inv.GPUs) != 2 {
+		t.Fatalf("Discover = %+v, want 2 GPUs", inv)
+	}
+	if got := inv.GPUs[0].Links; !cmp.Equal(got, map[string]int{"GPU-bbbb": 2}) {
+		t.Errorf("GPU 0 links = %v, want 2 to GPU-bbbb", got)
+	}
+	if got := inv.GPUs[1].Links; !cmp.Equal(got, map[string]int{"GPU-aaaa": 2}) {
+		t.Errorf("GPU 1 links = %v, want 2 to GPU-aaaa", got)
+	}
+}

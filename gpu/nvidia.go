@@ -77,6 +77,10 @@ type NVMLDevice interface {
 	// MIGDevices lists the GPU's MIG instances; none (and no error) when
 	// MIG is off or the GPU has no MIG.
 	MIGDevices() ([]MIGDevice, error)
+	// NVLinkPeers are the PCI bus ids of the GPUs at the far end of the
+	// active NVLinks, one entry a link; none without NVLink, and none for
+	// links to an NVSwitch (where every GPU reaches every other alike).
+	NVLinkPeers() ([]string, error)
 
 	// Health, between jobs.
 	ECCUncorrected() (uint64, error) // volatile count, since the driver loaded
@@ -113,6 +117,7 @@ func discoverNVIDIA(_ context.Context, opt Options) (Inventory, error) {
 		return Inventory{}, err
 	}
 	uvmTools, uvmToolsErr := charNode(opt.Root, "/dev/nvidia-uvm-tools", devices["nvidia-uvm"], 1)
+	peers := map[string][]string{} // UUID -> the PCI ids its links reach
 	for i := range n {
 		d, err := lib.Device(i)
 		if err != nil {
@@ -154,6 +159,11 @@ func discoverNVIDIA(_ context.Context, opt Options) (Inventory, error) {
 		if err != nil && !errors.Is(err, ErrNotSupported) {
 			return Inventory{}, fmt.Errorf("GPU %d MIG instances: %w", i, err)
 		}
+		// The topology only picks a multi-GPU job's GPUs: without it they
+		// are picked by NUMA node alone.
+		if p, err := d.NVLinkPeers(); err == nil {
+			peers[g.UUID] = p
+		}
 		if len(migs) == 0 {
 			g.Index = len(inv.GPUs)
 			inv.GPUs = append(inv.GPUs, g)
@@ -170,7 +180,33 @@ func discoverNVIDIA(_ context.Context, opt Options) (Inventory, error) {
 			inv.GPUs = append(inv.GPUs, mg)
 		}
 	}
+	linkGPUs(inv.GPUs, peers)
 	return inv, nil
+}
+
+// linkGPUs counts each GPU's links to each other (whole) GPU, from the PCI
+// ids its links reach.
+func linkGPUs(gpus []GPU, peers map[string][]string) {
+	byPCI := map[string]string{}
+	for _, g := range gpus {
+		if g.Parent == "" && g.PCI != "" {
+			byPCI[g.PCI] = g.UUID
+		}
+	}
+	for i := range gpus {
+		g := &gpus[i]
+		if g.Parent != "" {
+			continue
+		}
+		for _, pci := range peers[g.UUID] {
+			if peer, ok := byPCI[normalPCI(pci)]; ok && peer != g.UUID {
+				if g.Links == nil {
+					g.Links = map[string]int{}
+				}
+				g.Links[peer]++
+			}
+		}
+	}
 }
 
 // migGPU is a MIG instance as a GPU of its own: the parent's nodes plus

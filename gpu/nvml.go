@@ -217,6 +217,35 @@ func (d *realDevice) Violations() (uint64, uint64, error) {
 	return th.ViolationTime, pw.ViolationTime, nil
 }
 
+func (d *realDevice) NVLinkPeers() ([]string, error) {
+	var out []string
+	for link := range nvml.NVLINK_MAX_LINKS {
+		state, r := d.d.GetNvLinkState(link)
+		if r == nvml.ERROR_NOT_SUPPORTED || r == nvml.ERROR_INVALID_ARGUMENT {
+			break // no NVLink, or no more links
+		}
+		if r != nvml.SUCCESS || state != nvml.FEATURE_ENABLED {
+			continue
+		}
+		if t, r := d.d.GetNvLinkRemoteDeviceType(link); r == nvml.SUCCESS && t != nvml.NVLINK_DEVICE_TYPE_GPU {
+			continue // an NVSwitch, or a CPU
+		}
+		p, r := d.d.GetNvLinkRemotePciInfo(link)
+		if r != nvml.SUCCESS {
+			continue
+		}
+		b := make([]byte, 0, len(p.BusId))
+		for _, c := range p.BusId {
+			if c == 0 {
+				break
+			}
+			b = append(b, byte(c))
+		}
+		out = append(out, string(b))
+	}
+	return out, nil
+}
+
 func (d *realDevice) MIGDevices() ([]MIGDevice, error) {
 	cur, _, r := d.d.GetMigMode()
 	if err := d.n.nvmlErr(r); err != nil || cur != nvml.DEVICE_MIG_ENABLE {

@@ -110,6 +110,8 @@ type GPU struct {
 	ThermalNs, PowerNs uint64
 	// MIG are the GPU's MIG instances (MIG on when any).
 	MIG []gpu.MIGDevice
+	// NVLink are the PCI ids at the far end of its NVLinks, a link each.
+	NVLink []string
 }
 
 var _ gpu.NVML = (*NVML)(nil)
@@ -237,6 +239,10 @@ func (d device) Violations() (uint64, uint64, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.g.ThermalNs, d.g.PowerNs, nil
+}
+
+func (d device) NVLinkPeers() ([]string, error) {
+	return get(d, func(g *GPU) []string { return append([]string(nil), g.NVLink...) }), nil
 }
 
 func (d device) MIGDevices() ([]gpu.MIGDevice, error) {
