@@ -11,7 +11,7 @@ func gangSlot(uuid string, numa int, links map[string]int) Slot {
 	return Slot{ID: uuid, GPUType: "H200", Device: "cuda", Cpuset: "c-" + uuid,
 		GPU: &gpu.GPU{UUID: uuid, NUMANode: numa, Links: links, ProcDir: "/proc/driver/nvidia/gpus/" + uuid,
 			VisibleEnv: []string{"CUDA_VISIBLE_DEVICES=" + uuid, "CUDA_DEVICE_ORDER=PCI_BUS_ID"},
-			Nodes: []gpu.Node{{Path: "/dev/nvidia-" + uuid, Type: 'c'}, {Path: "/dev/nvidiactl", Type: 'c'}}}}
+			Nodes:      []gpu.Node{{Path: "/dev/nvidia-" + uuid, Type: 'c'}, {Path: "/dev/nvidiactl", Type: 'c'}}}}
 }
 
 // TestPickGang: a multi-GPU job gets the free GPUs that share NVLinks,
