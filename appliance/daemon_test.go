@@ -557,8 +557,8 @@ func TestDaemon_LoadProblemSets(t *testing.T) {
 		t.Fatalf("admin problems load kernelbox.yaml = exit %d: %s", code, errOut)
 	}
 	var loaded []LoadedProblem
-	if err := json.Unmarshal([]byte(out), &loaded); err != nil || len(loaded) != 12 || !loaded[0].Created {
-		t.Fatalf("loaded = %v, %v; want 12 new leaderboards", loaded, err)
+	if err := json.Unmarshal([]byte(out), &loaded); err != nil || len(loaded) != 15 || !loaded[0].Created {
+		t.Fatalf("loaded = %v, %v; want 15 new leaderboards", loaded, err)
 	}
 	before, err := td.d.store.Leaderboard(ctx, "vectoradd")
 	if err != nil {

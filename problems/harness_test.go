@@ -1,6 +1,7 @@
 package problems_test
 
 import (
+	"cmp"
 	"encoding/base64"
 	"os"
 	"os/exec"
@@ -48,12 +49,12 @@ func shortTimeout(t *testing.T, name string) string {
 
 func TestHarness_HostileAndBrokenSubmissions(t *testing.T) {
 	t.Parallel()
-	vectoradd := filepath.Join("library", "vectoradd")
 	tests := []struct {
-		file   string
-		dir    string
-		pass   bool
-		reason string // part of the report's reason
+		file    string
+		problem string // vectoradd when empty
+		dir     string
+		pass    bool
+		reason  string // part of the report's reason
 	}{
 		{file: "cheat_fd.py", pass: false, reason: "wrote garbage on the harness's channel"},
 		{file: "mutates_input.py", pass: false, reason: "custom_kernel modified its input"},
@@ -63,13 +64,17 @@ func TestHarness_HostileAndBrokenSubmissions(t *testing.T) {
 		{file: "lazy_subclass.py", pass: false, reason: "plain torch.Tensor"},
 		{file: "flood.py", pass: true},
 		{file: "hang.py", dir: "short", pass: false, reason: "timed out"},
+		{file: "multi_rank_raises.py", problem: "allreduce", pass: false, reason: "rank 1: Traceback"},
+		{file: "multi_rank_exits.py", problem: "allreduce", pass: false, reason: "rank 1: the submission's process exited with status 3"},
+		{file: "multi_rank_hangs.py", problem: "allreduce", dir: "short", pass: false, reason: "timed out"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			t.Parallel()
-			dir := vectoradd
+			name := cmp.Or(tt.problem, "vectoradd")
+			dir := filepath.Join("library", name)
 			if tt.dir == "short" {
-				dir = shortTimeout(t, "vectoradd")
+				dir = shortTimeout(t, name)
 			}
 			rep := evalFile(t, dir, problems.ModeTest, filepath.Join("testdata", "submissions", tt.file), nil)
 			if rep.Passed != tt.pass || !strings.Contains(rep.Reason, tt.reason) {

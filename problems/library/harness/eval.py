@@ -1029,17 +1029,19 @@ class Gang:
         if self.dead:
             raise WorkerDied(self.dead)
         n = self.world
-        replies, died, order = [None] * n, [None] * n, []
+        # failures: the ranks whose job ended badly, in the order they did.
+        replies, died, failures = [None] * n, [None] * n, []
         failed = threading.Event()
 
         def one(r):
             try:
                 replies[r] = reply = self.pools[r].ask(kind, case)
                 if "error" in reply or reply.get("ok") is False:
+                    failures.append(r)
                     failed.set()
             except WorkerDied as e:
                 died[r] = e
-                order.append(r)
+                failures.append(r)
                 failed.set()
 
         threads = [threading.Thread(target=one, args=(r,), name=f"rank{r}", daemon=True) for r in range(n)]
@@ -1050,41 +1052,42 @@ class Gang:
         deadline = time.monotonic() + PEER_GRACE_S
         for t in threads:
             t.join(max(0.0, deadline - time.monotonic()))
-        first_death = order[0] if order else None
+        cause = list(failures)  # before the stopped ones join it
         if any(t.is_alive() for t in threads):
             for p in self.pools:
                 p.proc.kill()
             for t in threads:
                 t.join()
-        return self._merge(kind, replies, died, first_death)
+        return self._merge(kind, replies, died, cause)
 
-    def _merge(self, kind, replies, died, first_death):
-        """One reply for the run: the first rank's own failure, else rank
+    def _merge(self, kind, replies, died, cause):
+        """One reply for the run: the failure of the first rank that failed
+        on its own (its death, or an error that is not a peer's), else rank
         0's reply (its clock times the calls)."""
         for e in died:
             if e is not None and e.setup:
                 raise e
-        for r, reply in enumerate(replies):
-            if reply and "error" in reply and not reply.get("peer"):
-                self.dead = self.dead or self._stopped(died)
+        for r in cause:
+            if died[r] is not None:
+                self.dead = f"rank {r}: {died[r]}"
+                raise WorkerDied(self.dead)
+            reply = replies[r]
+            if "error" in reply and not reply.get("peer"):
+                if any(e is not None for e in died):
+                    self.dead = "the ranks were stopped after an earlier failure"
                 return dict(reply, error=f"rank {r}: {reply['error']}")
         if kind == "test":
             for r, reply in enumerate(replies):
                 if reply and reply.get("ok") is False:
                     return dict(reply, message=f"rank {r}: {reply.get('message', '')}")
-        if first_death is not None:
-            self.dead = f"rank {first_death}: {died[first_death]}"
+        if any(e is not None for e in died):
+            r = next(r for r, e in enumerate(died) if e is not None)
+            self.dead = f"rank {r}: {died[r]}"
             raise WorkerDied(self.dead)
         for reply in replies:
             if reply and "error" in reply:
                 return reply
         return replies[0]
-
-    @staticmethod
-    def _stopped(died):
-        if any(e is not None for e in died):
-            return "the ranks were stopped after an earlier failure"
-        return ""
 
     def close(self):
         for p in self.pools:
