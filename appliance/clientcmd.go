@@ -265,11 +265,18 @@ func clientCommands() []*cli.Command {
 					fmt.Fprintln(w, st.Profiler)
 				}
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "SLOT\tTYPE\tNAME\tPCI\tNUMA\tCPUS\tCLOCKS\tNOW\tSTATE\tJOB")
+				fmt.Fprintln(tw, "SLOT\tTYPE\tNAME\tPCI\tNUMA\tNVLINK\tCPUS\tCLOCKS\tNOW\tSTATE\tJOB")
 				for _, s := range st.Slots {
-					name, pci, numa := "CPU backend", "-", "-"
+					name, pci, numa, links := "CPU backend", "-", "-", "-"
 					if s.GPU != nil {
 						name, pci, numa = s.GPU.Name, s.GPU.PCI, strconv.Itoa(s.GPU.NUMANode)
+						if n := len(s.GPU.Links); n > 0 {
+							total := 0
+							for _, l := range s.GPU.Links {
+								total += l
+							}
+							links = fmt.Sprintf("%d to %d GPUs", total, n)
+						}
 					}
 					job := "-"
 					if s.Job != 0 {
@@ -286,7 +293,7 @@ func clientCommands() []*cli.Command {
 					if t := s.Now; t != nil {
 						now = fmt.Sprintf("%d°C %d MHz %d W %d procs", t.TempC, t.SMClockMHz, t.PowerMW/1000, t.Processes)
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.GPUType, name, pci, numa, s.Cpuset, clocks, now, state, job)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.GPUType, name, pci, numa, links, s.Cpuset, clocks, now, state, job)
 				}
 				return tw.Flush()
 			}),

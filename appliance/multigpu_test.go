@@ -1,13 +1,16 @@
 package appliance
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"kernelbox/gpu/gputest"
 	"kernelbox/internal/testutil"
+	"kernelbox/problems"
 )
 
 // TestDaemon_MultiGPU: the bundled multi-GPU problems through the daemon
@@ -79,18 +82,8 @@ func TestDaemon_MultiGPU(t *testing.T) {
 	}
 
 	// A problem asking for 8 ranks on a box of 4 slots.
-	big := filepath.Join(t.TempDir(), "allreduce8")
-	if err := os.CopyFS(big, os.DirFS(filepath.Join(lib, "allreduce"))); err != nil {
-		t.Fatal(err)
-	}
-	task := filepath.Join(big, "task.yml")
-	for _, f := range []string{"eval.py", "kbutils.py"} {
-		if err := os.WriteFile(filepath.Join(big, f), read(filepath.Join("harness", f)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		testutil.EditFile(t, task, "../harness/"+f, f)
-	}
-	testutil.EditFile(t, task, "{n: 1048576, world_size: 4, seed: 93246}", "{n: 1048576, world_size: 8, seed: 93246}")
+	big := allreduceCopy(t, "allreduce8")
+	testutil.EditFile(t, filepath.Join(big, "task.yml"), "{n: 1048576, world_size: 4, seed: 93246}", "{n: 1048576, world_size: 8, seed: 93246}")
 	if _, errOut, code := td.cli(td.token, "admin", "problems", "load", big); code != 0 {
 		t.Fatalf("load allreduce8: exit %d: %s", code, errOut)
 	}
@@ -98,5 +91,87 @@ func TestDaemon_MultiGPU(t *testing.T) {
 	var ae *Error
 	if !errors.As(err, &ae) || ae.Code != CodeUnavailable || !strings.Contains(ae.Message, "needs 8 cpu at once") {
 		t.Errorf("submit to allreduce8 = %v; want %s: needs 8 cpu at once", err, CodeUnavailable)
+	}
+}
+
+// allreduceCopy is the bundled allreduce problem under another name, with
+// the harness's files beside it (an uploaded problem has no ../harness).
+func allreduceCopy(t *testing.T, name string) string {
+	t.Helper()
+	lib := filepath.Join("..", "problems", "library")
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(lib, "allreduce"))); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"eval.py", "kbutils.py"} {
+		b, err := os.ReadFile(filepath.Join(lib, "harness", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		testutil.EditFile(t, filepath.Join(dir, "task.yml"), "../harness/"+f, f)
+	}
+	return dir
+}
+
+// TestDaemon_FakeGPUGang: on two fake H200s joined by NVLink, `kernelbox
+// gpus` shows the links, and a multi-GPU run takes both at once: one
+// sandbox with both GPUs' device nodes and both UUIDs in
+// CUDA_VISIBLE_DEVICES, each rank printing what it sees. (The ranks run on
+// the CPU with gloo: the fake GPUs are nodes without a driver.)
+func TestDaemon_FakeGPUGang(t *testing.T) {
+	t.Parallel()
+	td := startDaemonWith(t, t.TempDir(), func(c *Config) { c.CPUSlots, c.GPUs = 0, "auto" }, func(d *Daemon) {
+		d.nvml = &gputest.NVML{Driver: "580.0", GPUs: []gputest.GPU{
+			{Name: "NVIDIA H200", UUID: "GPU-aaaa", Minor: 0, PCI: "00000000:00:06.0", NUMA: -1,
+				NVLink: []string{"00000000:00:07.0", "00000000:00:07.0"}},
+			{Name: "NVIDIA H200", UUID: "GPU-bbbb", Minor: 1, PCI: "00000000:00:07.0", NUMA: -1,
+				NVLink: []string{"00000000:00:06.0", "00000000:00:06.0"}},
+		}}
+		d.gpuRoot = filepath.Join("..", "gpu", "testdata", "nvidia")
+	})
+	ctx := t.Context()
+	if out, _, code := td.cli(td.token, "gpus"); code != 0 || strings.Count(out, "2 to 1 GPUs") != 2 {
+		t.Errorf("kernelbox gpus = exit %d:\n%s\nwant each GPU with 2 links to the other", code, out)
+	}
+	dir := allreduceCopy(t, "allreduce2")
+	b, err := os.ReadFile(filepath.Join(dir, "task.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "task.yml"), []byte(strings.ReplaceAll(string(b), "world_size: 4", "world_size: 2")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := td.cli(td.token, "admin", "problems", "load", dir); code != 0 {
+		t.Fatalf("load allreduce2: exit %d: %s", code, errOut)
+	}
+	tmpl, err := os.ReadFile(filepath.Join(dir, "templates", "torch.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := append([]byte(`import os
+print("VISIBLE", os.environ.get("CUDA_VISIBLE_DEVICES"), "NCCL_NVLS_ENABLE", os.environ.get("NCCL_NVLS_ENABLE"))
+print("DEV", " ".join(sorted(n for n in os.listdir("/dev") if n.startswith("nvidia"))))
+`), tmpl...)
+	sub, err := td.admin.Submit(ctx, SubmitRequest{Leaderboard: "allreduce2", GPU: "H200", Mode: "test", Code: probe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := td.admin.Wait(ctx, sub.ID, nil)
+	if err != nil || !v.Passed {
+		t.Fatalf("submission = %+v, %v; want passed", v, err)
+	}
+	if got := v.Runs[0].GPUID; got != "GPU-aaaa+GPU-bbbb" {
+		t.Errorf("the run took %q; want the gang GPU-aaaa+GPU-bbbb", got)
+	}
+	var rep problems.Report
+	if err := json.Unmarshal(v.Runs[0].Report, &rep); err != nil || len(rep.Phases) == 0 {
+		t.Fatalf("report: %v", err)
+	}
+	stdout := rep.Phases[0].Stdout
+	if strings.Count(stdout, "VISIBLE GPU-aaaa,GPU-bbbb NCCL_NVLS_ENABLE 0\n") != 2 || strings.Count(stdout, "DEV nvidia-uvm nvidia0 nvidia1 nvidiactl") != 2 {
+		t.Errorf("the ranks printed %q; want both to see both GPUs, in one CUDA_VISIBLE_DEVICES, with NVLS off", stdout)
 	}
 }
