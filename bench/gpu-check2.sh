@@ -12,8 +12,7 @@ out=${OUT:-gpu-out}; mkdir -p "$out"
   for f in $lib/templates/triton.py problems/testdata/cheats/vectoradd_forged_reply.py problems/testdata/cheats/vectoradd_patches_checker.py; do
     echo "== $f"; evalshow leaderboard "$f"
   done
-  printf 'measurement:\n  clocks: {H200: "%s"}\n' "$lock" > /tmp/kb-locked.yaml
-  start /tmp/kb-locked.yaml
+  start_locked
   step "through the daemon, benchmark mode: review and findings"
   for f in problems/testdata/cheats/vectoradd_side_stream.py $lib/templates/triton.py; do
     id=$($kb submit "$f" -l vectoradd -g H200 -m benchmark --no-wait --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')

@@ -15,6 +15,10 @@ start() { # $1: config file
   export KERNELBOX_TOKEN=$(cat "$data/admin-token")
 }
 stop() { kill -TERM $pid; wait $pid; }
+start_locked() { # the daemon with the H200's clocks locked at $lock MHz
+  printf 'measurement:\n  clocks: {H200: "%s"}\n' "$lock" > /tmp/kb-locked.yaml
+  start /tmp/kb-locked.yaml
+}
 spread() { # $1: label, $2: the solution (default the chunked one)
   sol=${2:-$lib/solutions/correct/chunked_add.py}
   for i in $(seq 10); do

@@ -23,8 +23,7 @@ done
   for f in allreduce/solutions/wrong/skips_own_share.py moe_dispatch/solutions/wrong/drops_own_tokens.py; do
     p=${f%%/*}; echo "== $f"; timeout 200 $kb eval -p $tmp/${p}_ws1 -m test problems/library/$f 2>&1 | tail -3
   done
-  printf 'measurement:\n  clocks: {H200: "%s"}\n' "$lock" > /tmp/kb-locked.yaml
-  start /tmp/kb-locked.yaml
+  start_locked
   step "through the daemon (sandbox, one H200 slot), benchmark mode"
   for p in $probs; do
     $kb admin problems load $tmp/${p}_ws1 >/dev/null || echo "load ${p}_ws1 failed"

@@ -7,8 +7,7 @@ set -u
 out=${OUT:-gpu-out}; mkdir -p "$out"
 . "$(dirname "$0")/gpu-lib.sh"
 {
-  printf 'measurement:\n  clocks: {H200: "%s"}\n' "$lock" > /tmp/kb-locked.yaml
-  start /tmp/kb-locked.yaml
+  start_locked
   $kb gpus | cut -c1-220
   spread "locked at $lock MHz" $lib/templates/triton.py
   spread "locked at $lock MHz" $lib/solutions/correct/chunked_add.py

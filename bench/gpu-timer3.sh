@@ -12,8 +12,7 @@ out=${OUT:-gpu-out}; mkdir -p "$out"
 . "$(dirname "$0")/gpu-lib.sh"
 py=/opt/torch/.venv/bin/python3
 {
-  printf 'measurement:\n  clocks: {H200: "%s"}\n' "$lock" > /tmp/kb-locked.yaml
-  start /tmp/kb-locked.yaml
+  start_locked
   spread "locked at $lock MHz, _Timer 2" $lib/templates/triton.py
   spread "locked at $lock MHz, _Timer 2" $lib/solutions/correct/chunked_add.py
   stop

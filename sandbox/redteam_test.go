@@ -18,25 +18,8 @@ import (
 func TestRedTeam(t *testing.T) {
 	t.Parallel()
 	r := newTestRuntime(t)
-	// A listener on the host's loopback: a run must not reach it.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("host\n"))
-			c.Close()
-		}
-	}()
-	hostPort := ln.Addr().(*net.TCPAddr).Port
+	hostPort := hostListener(t)
 
-	py := func(code string) string { return "exec python3 -c '" + code + "'" }
 	syscallProbe := func(nr int, args string) string {
 		return py(`import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)
@@ -46,10 +29,7 @@ print("BLOCKED" if r == -1 and ctypes.get_errno() in (1, 38) else "ESCAPED %d er
 	tests := []struct {
 		name, script string
 	}{
-		{"tcp to a host listener", py(`import socket
-try:
-    s = socket.create_connection(("127.0.0.1", ` + itoa(hostPort) + `), timeout=2); print("ESCAPED", s.recv(10))
-except OSError as e: print("BLOCKED", e)`)},
+		{"tcp to a host listener", dialHost(hostPort)},
 		{"udp socket", py(`import socket
 try: socket.socket(socket.AF_INET, socket.SOCK_DGRAM); print("ESCAPED")
 except OSError: print("BLOCKED")`)},
@@ -121,6 +101,40 @@ print("BLOCKED" if r < 0 else "ESCAPED getpid=%d" % r)`)},
 	}
 }
 
+// py runs code with python3 in the sandbox's shell.
+func py(code string) string { return "exec python3 -c '" + code + "'" }
+
+// hostListener listens on the host's loopback, answering "host" to every
+// connection, for the life of the test: a run must not reach it. It
+// returns the port.
+func hostListener(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("host\n"))
+			c.Close()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// dialHost is a probe that connects to the host's listener on port.
+func dialHost(port int) string {
+	return py(`import socket
+try:
+    s = socket.create_connection(("127.0.0.1", ` + itoa(port) + `), timeout=2); print("ESCAPED", s.recv(10))
+except OSError as e: print("BLOCKED", e)`)
+}
+
 // requireBlocked runs a probe that prints BLOCKED or ESCAPED and fails
 // unless it was blocked.
 func requireBlocked(t *testing.T, r *Runtime, s Spec) {
@@ -162,30 +176,11 @@ func requireBlocked(t *testing.T, r *Runtime, s Spec) {
 func TestRedTeam_Loopback(t *testing.T) {
 	t.Parallel()
 	r := newTestRuntime(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("host\n"))
-			c.Close()
-		}
-	}()
-	hostPort := ln.Addr().(*net.TCPAddr).Port
-	py := func(code string) string { return "exec python3 -c '" + code + "'" }
+	hostPort := hostListener(t)
 	tests := []struct {
 		name, script string
 	}{
-		{"the host's loopback listener", py(`import socket
-try:
-    s = socket.create_connection(("127.0.0.1", ` + itoa(hostPort) + `), timeout=2); print("ESCAPED", s.recv(10))
-except OSError as e: print("BLOCKED", e)`)},
+		{"the host's loopback listener", dialHost(hostPort)},
 		{"only loopback", py(`import socket
 names = [n for _, n in socket.if_nameindex()]
 print("BLOCKED" if names == ["lo"] else "ESCAPED %s" % names)`)},

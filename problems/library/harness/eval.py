@@ -21,6 +21,7 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -191,6 +192,7 @@ GUARDED = (
     "eval._Worker.expected", "eval._Worker.flush_l2", "eval._Worker.hand_over", "eval._Worker.ship",
     "eval.plain_output", "eval.stats", "eval.verdict", "eval.expected_of", "eval.ranked_case",
     "eval.ranks_expected", "eval.rank_inputs", "eval._Worker.agree", "eval._Worker.benchmark_ranks",
+    "eval._Worker.judge", "eval.enough",
 )
 
 
@@ -251,8 +253,8 @@ def expected_of(kb, ref, data):
         return fn(kb.clone_data(data))
 
 
-def ranks_expected(kb, ref, datas, rank):
-    """A multi-GPU problem's expected output for one rank. Its reference
+def ranks_expected(kb, ref, datas):
+    """A multi-GPU problem's expected outputs, one a rank. Its reference
     runs in one process, without collectives: it takes every rank's input
     and returns every rank's output, so the harness's own process can
     compute it too."""
@@ -263,12 +265,23 @@ def ranks_expected(kb, ref, datas, rank):
         out = fn([kb.clone_data(d) for d in datas])
     if not isinstance(out, (list, tuple)) or len(out) != len(datas):
         raise RuntimeError(f"a multi-GPU reference returns one output per rank ({len(datas)}), not {type(out).__name__}")
-    return out[rank]
+    return out
 
 
 def rank_inputs(ref, case):
     """Every rank's input of a multi-GPU case: generate_input(**case, rank=r)."""
     return [ref.generate_input(**case, rank=r) for r in range(int(case["world_size"]))]
+
+
+def enough(times, budget_s, wall_s, wall0):
+    """Whether a benchmark has timed enough calls: a small enough standard
+    error, or its kernel-time budget or wall cap spent (at least MIN_RUNS)."""
+    if len(times) < MIN_RUNS:
+        return False
+    s = stats(times)
+    if s["mean"] > 0 and s["err"] / s["mean"] < TARGET_REL_ERR:
+        return True
+    return s["mean"] * len(times) > budget_s * 1e9 or time.perf_counter() - wall0 > wall_s
 
 
 def ranked_case(case, iteration):
@@ -494,6 +507,15 @@ class _Worker:
     def check(self, data, expected, output):
         return verdict(self.kb, self.torch, self.ref, data, expected, output)
 
+    def judge(self, i, arg, data, expected, out):
+        """Why timed iteration i's call was wrong, or "": its input left as
+        it was, its output right, and the harness's own process agreeing
+        when it asks for this one."""
+        if not self.kb.same_data(arg, data):
+            return "custom_kernel modified its input; inputs must be left as they were"
+        ok, msg = self.check(data, expected, out)
+        return self.hand_over(out, i, ask=True) if ok else msg
+
     def hand_over(self, out, iteration=None, ask=False):
         """Give an output to the harness's own process, which checks it
         again where the submission cannot reach; its objection, or "".
@@ -539,7 +561,7 @@ class _Worker:
             data = self.ref.generate_input(**case)
             return data, self.expected(data)
         datas = rank_inputs(self.ref, case)
-        return datas[self.rank], ranks_expected(self.kb, self.ref, datas, self.rank)
+        return datas[self.rank], ranks_expected(self.kb, self.ref, datas)[self.rank]
 
     def agree(self, failed, stop=False):
         """(whether any rank failed, whether rank 0 says stop): every rank
@@ -587,21 +609,9 @@ class _Worker:
             out = kernel(arg)
             self.barrier()
             times.append(float(self.clock() - t0))
-            msg = ""
-            if recheck:
-                if not self.kb.same_data(arg, data):
-                    msg = "custom_kernel modified its input; inputs must be left as they were"
-                else:
-                    ok, msg = self.check(data, expected, out)
-                    if ok:
-                        msg = self.hand_over(out, i, ask=True)
+            msg = self.judge(i, arg, data, expected, out) if recheck else ""
             del out, arg
-            stop = False
-            if len(times) >= MIN_RUNS:
-                s = stats(times)
-                stop = (s["mean"] > 0 and s["err"] / s["mean"] < TARGET_REL_ERR) or s["mean"] * len(times) > budget_s * 1e9 \
-                    or time.perf_counter() - wall0 > wall_s
-            failed, stop = self.agree(bool(msg), stop)
+            failed, stop = self.agree(bool(msg), enough(times, budget_s, wall_s, wall0))
             if failed:
                 return {"error": f"timed iteration {i}: {msg}" if msg else PEER_FAILED, "peer": not msg}
             if stop:
@@ -671,23 +681,13 @@ class _Worker:
                 expected = self.expected(data)
             arg, out, ns, tail = self.time_call(kernel, data)
             tails += tail
-            if recheck:
-                if not self.kb.same_data(arg, data):
-                    return {"error": f"timed iteration {i}: custom_kernel modified its input; inputs must be left as they were"}
-                ok, msg = self.check(data, expected, out)
-                if ok:
-                    msg = self.hand_over(out, i, ask=True)
-                    ok = not msg
-                if not ok:
-                    return {"error": f"timed iteration {i}: {msg}"}
+            msg = self.judge(i, arg, data, expected, out) if recheck else ""
+            if msg:
+                return {"error": f"timed iteration {i}: {msg}"}
             del out, arg
             times.append(ns)
-            if len(times) >= MIN_RUNS:
-                s = stats(times)
-                if s["mean"] > 0 and s["err"] / s["mean"] < TARGET_REL_ERR:
-                    break
-                if s["mean"] * len(times) > budget_s * 1e9 or time.perf_counter() - wall0 > wall_s:
-                    break
+            if enough(times, budget_s, wall_s, wall0):
+                break
         reply = {"times": times, "tails": tails}
         if self.timer is not None:
             t = self.timer
@@ -807,8 +807,10 @@ class _Checker:
         self.fd, self.torch, self.kb, self.ref = fd, torch, kbutils, reference
         self.dev = kbutils.device()
         self.rng = random.SystemRandom()
-        # The ranks of a multi-GPU run share this checker, one thread each.
+        # The ranks of a multi-GPU run share this checker, one thread each,
+        # and the inputs and answers of the case they last handed over.
         self.lock = threading.Lock()
+        self.ranks = None  # (case spec, inputs, expected outputs)
 
     def pick(self):
         return self.rng.random() < SAMPLE_FRACTION
@@ -851,8 +853,13 @@ class _Checker:
                 data = self.ref.generate_input(**case)
                 expected = expected_of(self.kb, self.ref, data)
             else:
-                datas = rank_inputs(self.ref, case)
-                data, expected = datas[rank], ranks_expected(self.kb, self.ref, datas, rank)
+                # Every rank hands over its output of the same call: draw
+                # the inputs and run the reference once for all of them.
+                key = spec_of(case)
+                if self.ranks is None or self.ranks[0] != key:
+                    datas = rank_inputs(self.ref, case)
+                    self.ranks = (key, datas, ranks_expected(self.kb, self.ref, datas))
+                data, expected = self.ranks[1][rank], self.ranks[2][rank]
             ok, msg = verdict(self.kb, self.torch, self.ref, data, expected, out)
             return "" if ok else (msg or "wrong result")
 
@@ -1092,8 +1099,6 @@ class Gang:
     def close(self):
         for p in self.pools:
             p.close()
-        import shutil
-
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
