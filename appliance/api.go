@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"kernelbox/appliance/api"
 )
 
 // API is the HTTP interface of the daemon: JSON over TCP and the unix
@@ -84,7 +86,7 @@ func (a *API) Handler() http.Handler {
 	staff("POST /api/admin/gpus/{id}/drain", a.adminDrain)
 	staff("POST /api/admin/gpus/{id}/undrain", a.adminUndrain)
 	mux.Handle("/", a.wrap(func(w http.ResponseWriter, r *http.Request) error {
-		return Errorf(CodeNotFound, "no such endpoint: %s %s (docs/api.md lists them)", r.Method, r.URL.Path)
+		return api.Errorf(api.CodeNotFound, "no such endpoint: %s %s (docs/api.md lists them)", r.Method, r.URL.Path)
 	}, false, false))
 	return mux
 }
@@ -98,8 +100,8 @@ func (a *API) wrap(h handlerFunc, auth, staffOnly bool) http.Handler {
 				a.writeError(w, r, err)
 				return
 			}
-			if staffOnly && !u.Role.staff() {
-				a.writeError(w, r, Errorf(CodeForbidden, "%s is a %s; this needs an organiser or admin", u.Name, u.Role))
+			if staffOnly && !u.Role.Staff() {
+				a.writeError(w, r, api.Errorf(api.CodeForbidden, "%s is a %s; this needs an organiser or admin", u.Name, u.Role))
 				return
 			}
 			r = r.WithContext(context.WithValue(r.Context(), userKey{}, u))
@@ -123,17 +125,17 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 // writeError is the one place an error becomes a response. Errors without
 // a code are the server's own: the client gets "internal", the log the rest.
 func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	code := ErrorCode(err)
+	code := api.ErrorCode(err)
 	msg := err.Error()
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		code, msg = CodeTooLarge, fmt.Sprintf("the request body is over the %d-byte limit", mbe.Limit)
+		code, msg = api.CodeTooLarge, fmt.Sprintf("the request body is over the %d-byte limit", mbe.Limit)
 	}
-	if code == CodeInternal {
+	if code == api.CodeInternal {
 		a.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		msg = "internal error; the server's log has the details"
 	}
-	_ = writeJSON(w, httpStatus(code), map[string]*Error{"error": {Code: code, Message: msg}})
+	_ = writeJSON(w, api.HTTPStatus(code), map[string]*api.Error{"error": {Code: code, Message: msg}})
 }
 
 func decodeJSON(r *http.Request, w http.ResponseWriter, v any) error {
@@ -144,7 +146,7 @@ func decodeJSON(r *http.Request, w http.ResponseWriter, v any) error {
 		if errors.As(err, &mbe) {
 			return err
 		}
-		return Errorf(CodeInvalid, "the request body is not the JSON this endpoint takes: %v", err)
+		return api.Errorf(api.CodeInvalid, "the request body is not the JSON this endpoint takes: %v", err)
 	}
 	return nil
 }
@@ -152,22 +154,13 @@ func decodeJSON(r *http.Request, w http.ResponseWriter, v any) error {
 func pathID(r *http.Request) (int64, error) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
-		return 0, Errorf(CodeInvalid, "submission id %q is not a positive number", r.PathValue("id"))
+		return 0, api.Errorf(api.CodeInvalid, "submission id %q is not a positive number", r.PathValue("id"))
 	}
 	return id, nil
 }
 
-// Health is the answer of GET /api/health.
-type Health struct {
-	Status   string         `json:"status"` // ok, or degraded when the box cannot evaluate
-	Version  string         `json:"version"`
-	Problems []string       `json:"problems,omitempty"`
-	GPUs     map[string]int `json:"gpus"` // type -> slots
-	Reasons  []string       `json:"reasons,omitempty"`
-}
-
 func (a *API) health(w http.ResponseWriter, r *http.Request) error {
-	h := Health{Status: "ok", Version: version(), GPUs: map[string]int{}, Reasons: a.svc.health}
+	h := api.Health{Status: "ok", Version: version(), GPUs: map[string]int{}, Reasons: a.svc.health}
 	if len(a.svc.health) > 0 {
 		h.Status = "degraded"
 	}
@@ -272,13 +265,13 @@ func (a *API) ranking(w http.ResponseWriter, r *http.Request) error {
 	gpus := lb.GPUs
 	if g := r.URL.Query().Get("gpu"); g != "" {
 		if !lb.OffersGPU(g) {
-			return Errorf(CodeInvalid, "leaderboard %s does not rank on %s (it ranks on %s)", lb.Name, g, strings.Join(lb.GPUs, ", "))
+			return api.Errorf(api.CodeInvalid, "leaderboard %s does not rank on %s (it ranks on %s)", lb.Name, g, strings.Join(lb.GPUs, ", "))
 		}
 		gpus = []string{g}
 	}
 	type ranking struct {
-		GPU  string    `json:"gpu"`
-		Rows []RankRow `json:"rows"`
+		GPU  string        `json:"gpu"`
+		Rows []api.RankRow `json:"rows"`
 	}
 	out := struct {
 		Leaderboard string    `json:"leaderboard"`
@@ -312,7 +305,7 @@ func (a *API) template(w http.ResponseWriter, r *http.Request) error {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		return Errorf(CodeNotFound, "leaderboard %s has no %q template (it has: %s)", lb.Name, key, strings.Join(keys, ", "))
+		return api.Errorf(api.CodeNotFound, "leaderboard %s has no %q template (it has: %s)", lb.Name, key, strings.Join(keys, ", "))
 	}
 	data, err := os.ReadFile(filepath.Join(t.Dir, filepath.FromSlash(rel)))
 	if err != nil {
@@ -332,15 +325,15 @@ func (a *API) submit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return Errorf(CodeTooLarge, "the file is over the %d-byte limit", a.svc.cfg.MaxUploadBytes)
+			return api.Errorf(api.CodeTooLarge, "the file is over the %d-byte limit", a.svc.cfg.MaxUploadBytes)
 		}
-		return Errorf(CodeInvalid, "read the file: %v", err)
+		return api.Errorf(api.CodeInvalid, "read the file: %v", err)
 	}
 	mode := q.Get("mode")
 	if mode == "" {
 		mode = "test"
 	}
-	sub, err := a.svc.Submit(r.Context(), userOf(r), SubmitRequest{Leaderboard: q.Get("leaderboard"), GPU: q.Get("gpu"),
+	sub, err := a.svc.Submit(r.Context(), userOf(r), api.SubmitRequest{Leaderboard: q.Get("leaderboard"), GPU: q.Get("gpu"),
 		Mode: mode, FileName: q.Get("file_name"), Code: code})
 	if err != nil {
 		return err
@@ -355,10 +348,10 @@ func (a *API) submissions(w http.ResponseWriter, r *http.Request) error {
 	if n := q.Get("limit"); n != "" {
 		var err error
 		if f.Limit, err = strconv.Atoi(n); err != nil || f.Limit < 1 {
-			return Errorf(CodeInvalid, "limit %q is not a positive number", n)
+			return api.Errorf(api.CodeInvalid, "limit %q is not a positive number", n)
 		}
 	}
-	if u.Role.staff() {
+	if u.Role.Staff() {
 		switch name := q.Get("user"); {
 		case q.Get("all") == "1":
 			f.UserID = 0
@@ -377,12 +370,6 @@ func (a *API) submissions(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, subs)
 }
 
-// SubmissionView is a submission as its owner (or staff) sees it.
-type SubmissionView struct {
-	*Submission
-	Code string `json:"code,omitempty"`
-}
-
 func (a *API) submission(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
@@ -394,7 +381,7 @@ func (a *API) submission(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	redact(sub, u)
-	v := SubmissionView{Submission: sub}
+	v := api.SubmissionView{Submission: sub.Submission}
 	if r.URL.Query().Get("code") == "1" {
 		code, err := a.svc.store.Code(r.Context(), sub.SHA256)
 		if err != nil {
@@ -408,7 +395,7 @@ func (a *API) submission(w http.ResponseWriter, r *http.Request) error {
 // redact hides a secret run's details from contestants: its cases and
 // messages would reveal the secret inputs.
 func redact(sub *Submission, u *User) {
-	if u.Role.staff() {
+	if u.Role.Staff() {
 		return
 	}
 	for i := range sub.Runs {
@@ -419,16 +406,6 @@ func redact(sub *Submission, u *User) {
 			}
 		}
 	}
-}
-
-// EventsPage is one answer of the long-poll.
-type EventsPage struct {
-	Events []Event `json:"events"`
-	// Next is the cursor for the next call (after=Next).
-	Next int64 `json:"next"`
-	// Done is set once the submission has ended: stop polling.
-	Done   bool   `json:"done"`
-	Status string `json:"status"`
 }
 
 // events is the long-poll: it answers at once when there are events after
@@ -450,7 +427,7 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) error {
 	if s := q.Get("wait"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 0 {
-			return Errorf(CodeInvalid, "wait %q is not a duration like 25s", s)
+			return api.Errorf(api.CodeInvalid, "wait %q is not a duration like 25s", s)
 		}
 		wait = min(d, a.maxWait)
 	}
@@ -484,17 +461,17 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) error {
 
 // eventsPage reads the events after the cursor; waiting says that there
 // are none yet and the submission is still open, so the caller may wait.
-func (a *API) eventsPage(r *http.Request, id, after int64) (EventsPage, bool, error) {
+func (a *API) eventsPage(r *http.Request, id, after int64) (api.EventsPage, bool, error) {
 	evs, err := a.svc.store.SubmissionEvents(r.Context(), id, after)
 	if err != nil {
-		return EventsPage{}, false, err
+		return api.EventsPage{}, false, err
 	}
 	status, err := a.svc.store.SubmissionStatus(r.Context(), id)
 	if err != nil {
-		return EventsPage{}, false, err
+		return api.EventsPage{}, false, err
 	}
-	done := status != StatusQueued && status != StatusRunning
-	page := EventsPage{Events: evs, Next: after, Done: done, Status: status}
+	done := status != api.StatusQueued && status != api.StatusRunning
+	page := api.EventsPage{Events: evs, Next: after, Done: done, Status: status}
 	if len(evs) > 0 {
 		page.Next = evs[len(evs)-1].ID
 		// Hand over every event before saying done.
@@ -517,7 +494,7 @@ func (a *API) cancel(w http.ResponseWriter, r *http.Request) error {
 
 func (a *API) gpus(w http.ResponseWriter, r *http.Request) error {
 	if a.svc.gpus == nil {
-		return Errorf(CodeUnavailable, "the runner has not started")
+		return api.Errorf(api.CodeUnavailable, "the runner has not started")
 	}
 	return writeJSON(w, http.StatusOK, a.svc.gpus())
 }
@@ -550,14 +527,14 @@ func (a *API) adminAddUser(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if req.Role == "" {
-		req.Role = string(RoleContestant)
+		req.Role = string(api.RoleContestant)
 	}
-	role, err := ParseRole(req.Role)
+	role, err := api.ParseRole(req.Role)
 	if err != nil {
 		return err
 	}
-	if me := userOf(r); role != RoleContestant && me.Role != RoleAdmin {
-		return Errorf(CodeForbidden, "only an admin can create %s users", role)
+	if me := userOf(r); role != api.RoleContestant && me.Role != api.RoleAdmin {
+		return api.Errorf(api.CodeForbidden, "only an admin can create %s users", role)
 	}
 	u, token, err := a.svc.store.CreateUser(r.Context(), req.Name, role)
 	if err != nil {
@@ -594,8 +571,8 @@ func (a *API) adminToken(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if target.Role != RoleContestant && userOf(r).Role != RoleAdmin {
-		return Errorf(CodeForbidden, "only an admin can issue tokens for %s users", target.Role)
+	if target.Role != api.RoleContestant && userOf(r).Role != api.RoleAdmin {
+		return api.Errorf(api.CodeForbidden, "only an admin can issue tokens for %s users", target.Role)
 	}
 	token, err := a.svc.store.IssueToken(r.Context(), target.Name, req.RevokeOthers)
 	if err != nil {
@@ -605,12 +582,12 @@ func (a *API) adminToken(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) adminInvite(w http.ResponseWriter, r *http.Request) error {
-	var inv Invite
+	var inv api.Invite
 	if err := decodeJSON(r, w, &inv); err != nil {
 		return err
 	}
-	if inv.Role == RoleOrganiser && userOf(r).Role != RoleAdmin {
-		return Errorf(CodeForbidden, "only an admin can invite organisers")
+	if inv.Role == api.RoleOrganiser && userOf(r).Role != api.RoleAdmin {
+		return api.Errorf(api.CodeForbidden, "only an admin can invite organisers")
 	}
 	code, err := a.svc.store.CreateInvite(r.Context(), inv)
 	if err != nil {
@@ -631,7 +608,7 @@ func (a *API) adminProblems(w http.ResponseWriter, r *http.Request) error {
 	file := r.URL.Query().Get("file")
 	if file != "" && (filepath.IsAbs(file) || strings.HasPrefix(filepath.Clean(file), "..")) {
 		os.RemoveAll(dir)
-		return Errorf(CodeInvalid, "file %q must be a path inside the uploaded set", file)
+		return api.Errorf(api.CodeInvalid, "file %q must be a path inside the uploaded set", file)
 	}
 	loaded, err := a.svc.loadProblemSet(r.Context(), dir, file, r.URL.Query().Get("name"))
 	if err != nil {
@@ -643,7 +620,7 @@ func (a *API) adminProblems(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) adminLeaderboard(w http.ResponseWriter, r *http.Request) error {
-	var ch LeaderboardChange
+	var ch api.LeaderboardChange
 	if err := decodeJSON(r, w, &ch); err != nil {
 		return err
 	}
@@ -742,7 +719,7 @@ func (a *API) adminDrain(w http.ResponseWriter, r *http.Request) error {
 		req.Reason = "drained by " + userOf(r).Name
 	}
 	if a.svc.drain == nil {
-		return Errorf(CodeUnavailable, "the runner has not started")
+		return api.Errorf(api.CodeUnavailable, "the runner has not started")
 	}
 	if err := a.svc.drain(r.PathValue("id"), req.Reason); err != nil {
 		return err
@@ -752,7 +729,7 @@ func (a *API) adminDrain(w http.ResponseWriter, r *http.Request) error {
 
 func (a *API) adminUndrain(w http.ResponseWriter, r *http.Request) error {
 	if a.svc.undrain == nil {
-		return Errorf(CodeUnavailable, "the runner has not started")
+		return api.Errorf(api.CodeUnavailable, "the runner has not started")
 	}
 	if err := a.svc.undrain(r.PathValue("id")); err != nil {
 		return err

@@ -7,11 +7,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"kernelbox/appliance/api"
 )
 
 // benchDaemon starts a daemon for a benchmark: the quick problem, users
 // enough that no queued-job cap is hit.
-func benchDaemon(b *testing.B, slots int) (*testDaemon, []*Client, []byte) {
+func benchDaemon(b *testing.B, slots int) (*testDaemon, []*api.Client, []byte) {
 	b.Helper()
 	td := startDaemon(b, b.TempDir(), func(c *Config) {
 		c.CPUSlots = slots
@@ -23,7 +25,7 @@ func benchDaemon(b *testing.B, slots int) (*testDaemon, []*Client, []byte) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var clients []*Client
+	var clients []*api.Client
 	for i := range 8 {
 		c, _ := td.user(fmt.Sprintf("bench%d", i))
 		clients = append(clients, c)
@@ -54,7 +56,7 @@ func BenchmarkDaemon_Accept(b *testing.B) {
 				}
 				n++
 				next.Unlock()
-				if _, err := c.Submit(ctx, SubmitRequest{Code: code, Mode: "test"}); err != nil {
+				if _, err := c.Submit(ctx, api.SubmitRequest{Code: code, Mode: "test"}); err != nil {
 					b.Error(err)
 					return
 				}
@@ -77,7 +79,7 @@ func BenchmarkDaemon_IdleGap(b *testing.B) {
 	jobs := b.N + 1
 	var ids []int64
 	for i := range jobs {
-		sub, err := clients[i%len(clients)].Submit(ctx, SubmitRequest{Code: code, Mode: "test"})
+		sub, err := clients[i%len(clients)].Submit(ctx, api.SubmitRequest{Code: code, Mode: "test"})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -8,16 +8,11 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"kernelbox/appliance/api"
+
 	"github.com/urfave/cli/v2"
 
 	"kernelbox/problems"
-)
-
-// Exit statuses of the kernelbox command.
-const (
-	ExitOK     = 0 // done; for eval, the submission passed
-	ExitFailed = 1 // the submission failed (or a fixture check went wrong)
-	ExitUsage  = 2 // bad usage, a bad problem, or the evaluation could not run
 )
 
 // ExitError carries the process exit status out of a command, so main can
@@ -37,19 +32,19 @@ func (e *ExitError) Error() string {
 func (e *ExitError) Unwrap() error { return e.Err }
 
 func usageError(format string, args ...any) error {
-	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
+	return &ExitError{Code: api.ExitUsage, Err: fmt.Errorf(format, args...)}
 }
 
 // ExitCode maps an error returned by the app to a process exit status.
 func ExitCode(err error) int {
 	if err == nil {
-		return ExitOK
+		return api.ExitOK
 	}
 	var ee *ExitError
 	if errors.As(err, &ee) {
 		return ee.Code
 	}
-	return ExitUsage
+	return api.ExitUsage
 }
 
 // Version is set at build time with -ldflags "-X kernelbox/appliance.Version=...".
@@ -83,7 +78,7 @@ func NewApp(stdout, stderr io.Writer) *cli.App {
 			doctorCommand(),
 		}, clientCommands()...),
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return &ExitError{Code: ExitUsage, Err: err}
+			return &ExitError{Code: api.ExitUsage, Err: err}
 		},
 	}
 	return app
@@ -169,7 +164,7 @@ func findPython(c *cli.Context) (*problems.Interpreter, error) {
 	}
 	it, err := problems.FindPython(c.Context, problems.PythonCandidates())
 	if err != nil {
-		return nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("%w\ninstall PyTorch (on Debian: apt-get install python3-torch, or run packaging/setup.sh) or pass --python", err)}
+		return nil, &ExitError{Code: api.ExitUsage, Err: fmt.Errorf("%w\ninstall PyTorch (on Debian: apt-get install python3-torch, or run packaging/setup.sh) or pass --python", err)}
 	}
 	return it, nil
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"kernelbox/appliance/api"
+
 	"kernelbox/internal/testutil"
 )
 
@@ -71,8 +73,8 @@ func TestEval_UsageErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			_, stderr, code := runCLI(t, tt.args...)
-			if code != ExitUsage || !strings.Contains(stderr, tt.want) {
-				t.Errorf("kernelbox %v: exit %d, stderr %q; want exit %d and %q", tt.args, code, stderr, ExitUsage, tt.want)
+			if code != api.ExitUsage || !strings.Contains(stderr, tt.want) {
+				t.Errorf("kernelbox %v: exit %d, stderr %q; want exit %d and %q", tt.args, code, stderr, api.ExitUsage, tt.want)
 			}
 		})
 	}
@@ -82,7 +84,7 @@ func TestEval_PassAndFail(t *testing.T) {
 	t.Parallel()
 	testutil.RequireTorch(t)
 	stdout, stderr, code := runCLI(t, "eval", "--problem", "grayscale", "--json", lib("grayscale", "solutions", "correct", "channel_slices.py"))
-	if code != ExitOK {
+	if code != api.ExitOK {
 		t.Fatalf("eval correct: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
 	var doc map[string]any
@@ -99,8 +101,8 @@ func TestEval_PassAndFail(t *testing.T) {
 	}
 
 	stdout, _, code = runCLI(t, "eval", "--problem", lib("grayscale"), lib("grayscale", "solutions", "wrong", "channel_mean.py"))
-	if code != ExitFailed || !strings.Contains(stdout, "✗ test 0") || !strings.Contains(stdout, "FAILED") {
-		t.Errorf("eval wrong: exit %d, stdout\n%s\nwant exit %d with a failed test", code, stdout, ExitFailed)
+	if code != api.ExitFailed || !strings.Contains(stdout, "✗ test 0") || !strings.Contains(stdout, "FAILED") {
+		t.Errorf("eval wrong: exit %d, stdout\n%s\nwant exit %d with a failed test", code, stdout, api.ExitFailed)
 	}
 }
 
@@ -113,7 +115,7 @@ func TestEval_BrokenSubmissionsReadably(t *testing.T) {
 		t.Fatal(err)
 	}
 	stdout, stderr, code := runCLI(t, "eval", "--problem", "vectoradd", syntax)
-	if code != ExitFailed || !strings.Contains(stdout, "SyntaxError") || strings.Contains(stderr, "panic") {
+	if code != api.ExitFailed || !strings.Contains(stdout, "SyntaxError") || strings.Contains(stderr, "panic") {
 		t.Errorf("syntax error: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
 }
@@ -133,7 +135,7 @@ func TestProblemsListAndExport(t *testing.T) {
 			t.Errorf("export lacks %s: %v", f, err)
 		}
 	}
-	if _, stderr, code := runCLI(t, "problems", "export", dir); code != ExitUsage || !strings.Contains(stderr, "not empty") {
+	if _, stderr, code := runCLI(t, "problems", "export", dir); code != api.ExitUsage || !strings.Contains(stderr, "not empty") {
 		t.Errorf("export into a full dir: exit %d %q", code, stderr)
 	}
 }
@@ -141,7 +143,7 @@ func TestProblemsListAndExport(t *testing.T) {
 func TestProblemsCheck_Invalid(t *testing.T) {
 	t.Parallel()
 	_, stderr, code := runCLI(t, "problems", "check", t.TempDir())
-	if code != ExitUsage || !strings.Contains(stderr, "no task.yml") {
+	if code != api.ExitUsage || !strings.Contains(stderr, "no task.yml") {
 		t.Errorf("check empty dir: exit %d, %q", code, stderr)
 	}
 }
@@ -153,8 +155,8 @@ func TestEval_NativeProblemWithoutNVCC(t *testing.T) {
 	}
 	dir := filepath.Join(testutil.RepoRoot(), "problems", "testdata", "cuda_identity")
 	_, stderr, code := runCLI(t, "eval", "--problem", dir, filepath.Join(dir, "submission.cu"))
-	if code != ExitUsage || !strings.Contains(stderr, "needs nvcc on PATH") {
-		t.Errorf("exit %d, stderr %q; want %d and a message about nvcc", code, stderr, ExitUsage)
+	if code != api.ExitUsage || !strings.Contains(stderr, "needs nvcc on PATH") {
+		t.Errorf("exit %d, stderr %q; want %d and a message about nvcc", code, stderr, api.ExitUsage)
 	}
 }
 
@@ -171,14 +173,14 @@ func TestEval_ProfileWithNCU(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "k.ncu-rep")
 	stdout, stderr, code := runCLI(t, "eval", "-p", "vectoradd", "-m", "profile", "--ncu", ncu, "--profile", out,
 		lib("vectoradd", "solutions", "correct", "chunked_add.py"))
-	if code != ExitOK || !strings.Contains(stdout, "Nsight Compute, 3 kernels in the custom_kernel range") || !strings.Contains(stdout, "kernel 1: add_kernel") {
+	if code != api.ExitOK || !strings.Contains(stdout, "Nsight Compute, 3 kernels in the custom_kernel range") || !strings.Contains(stdout, "kernel 1: add_kernel") {
 		t.Fatalf("eval --mode profile --ncu = exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
 	if b, err := os.ReadFile(out); err != nil || !strings.HasPrefix(string(b), "fake ncu report: --target-processes all --nvtx") {
 		t.Errorf("the saved report = %q, %v", b, err)
 	}
 	if _, stderr, code := runCLI(t, "eval", "-p", "vectoradd", "-m", "profile", "--ncu", "/nonexistent/ncu",
-		lib("vectoradd", "solutions", "correct", "chunked_add.py")); code != ExitUsage || !strings.Contains(stderr, "/nonexistent/ncu") {
+		lib("vectoradd", "solutions", "correct", "chunked_add.py")); code != api.ExitUsage || !strings.Contains(stderr, "/nonexistent/ncu") {
 		t.Errorf("eval with a missing ncu = exit %d: %s", code, stderr)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"kernelbox/appliance/api"
+
 	"github.com/urfave/cli/v2"
 
 	"kernelbox/problems"
@@ -78,7 +80,7 @@ func clientFlags(extra ...cli.Flag) []cli.Flag {
 func jsonFlag() cli.Flag { return &cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table"} }
 
 // client builds the API client from flags, environment and the login file.
-func client(c *cli.Context) (*Client, error) {
+func client(c *cli.Context) (*api.Client, error) {
 	cc := readClientConfig(c)
 	server, token := c.String("server"), c.String("token")
 	if server == "" {
@@ -87,7 +89,7 @@ func client(c *cli.Context) (*Client, error) {
 	if token == "" && (c.String("server") == "" || c.String("server") == cc.Server) {
 		token = cc.Token
 	}
-	cl, err := NewClient(server, token)
+	cl, err := api.NewClient(server, token)
 	if err != nil {
 		return nil, clientError(err)
 	}
@@ -103,7 +105,7 @@ func clientError(err error) error {
 	if errors.As(err, &ee) {
 		return err
 	}
-	return &ExitError{Code: exitStatus(ErrorCode(err)), Err: err}
+	return &ExitError{Code: api.ExitStatus(api.ErrorCode(err)), Err: err}
 }
 
 func printJSON(w io.Writer, v any) error {
@@ -123,7 +125,7 @@ func clientCommands() []*cli.Command {
 				if c.String("server") == "" || c.String("token") == "" {
 					return usageError("login: give --server URL and --token T")
 				}
-				cl, err := NewClient(c.String("server"), c.String("token"))
+				cl, err := api.NewClient(c.String("server"), c.String("token"))
 				if err != nil {
 					return clientError(err)
 				}
@@ -133,7 +135,7 @@ func clientCommands() []*cli.Command {
 				}
 				p, err := writeClientConfig(c, clientConfig{Server: c.String("server"), Token: c.String("token")})
 				if err != nil {
-					return &ExitError{Code: ExitUsage, Err: err}
+					return &ExitError{Code: api.ExitUsage, Err: err}
 				}
 				fmt.Fprintf(c.App.Writer, "logged in to %s as %s (%s); saved in %s\n", c.String("server"), u.Name, u.Role, p)
 				return nil
@@ -146,7 +148,7 @@ func clientCommands() []*cli.Command {
 				&cli.StringFlag{Name: "invite", Required: true, Usage: "the invite code an organiser gave you"},
 				&cli.StringFlag{Name: "name", Required: true, Usage: "your user name (letters, digits, - _ .)"},
 			),
-			Action: clientAction(func(c *cli.Context, cl *Client) error {
+			Action: clientAction(func(c *cli.Context, cl *api.Client) error {
 				cr, err := cl.Register(c.Context, c.String("invite"), c.String("name"))
 				if err != nil {
 					return clientError(err)
@@ -157,7 +159,7 @@ func clientCommands() []*cli.Command {
 				}
 				p, err := writeClientConfig(c, clientConfig{Server: server, Token: cr.Token})
 				if err != nil {
-					return &ExitError{Code: ExitUsage, Err: err}
+					return &ExitError{Code: api.ExitUsage, Err: err}
 				}
 				fmt.Fprintf(c.App.Writer, "registered %s (%s); token saved in %s\n", cr.User.Name, cr.User.Role, p)
 				return nil
@@ -190,7 +192,7 @@ func clientCommands() []*cli.Command {
 			Name:  "leaderboards",
 			Usage: "list the leaderboards with their GPU types, deadline and state",
 			Flags: clientFlags(jsonFlag()),
-			Action: clientAction(func(c *cli.Context, cl *Client) error {
+			Action: clientAction(func(c *cli.Context, cl *api.Client) error {
 				lbs, err := cl.Leaderboards(c.Context)
 				if err != nil {
 					return clientError(err)
@@ -218,7 +220,7 @@ func clientCommands() []*cli.Command {
 			Name:  "queue",
 			Usage: "show the queue: depth per GPU type, your jobs, their position and ETA",
 			Flags: clientFlags(jsonFlag()),
-			Action: clientAction(func(c *cli.Context, cl *Client) error {
+			Action: clientAction(func(c *cli.Context, cl *api.Client) error {
 				q, err := cl.Queue(c.Context)
 				if err != nil {
 					return clientError(err)
@@ -247,7 +249,7 @@ func clientCommands() []*cli.Command {
 			Name:  "gpus",
 			Usage: "list the box's GPUs (and CPU-backend slots) and what each is doing",
 			Flags: clientFlags(jsonFlag()),
-			Action: clientAction(func(c *cli.Context, cl *Client) error {
+			Action: clientAction(func(c *cli.Context, cl *api.Client) error {
 				st, err := cl.GPUs(c.Context)
 				if err != nil {
 					return clientError(err)
@@ -379,7 +381,7 @@ type SubmitResult struct {
 	Rank        int                        `json:"rank,omitempty"`
 	Tests       []problems.TestResult      `json:"tests"`
 	Benchmarks  []problems.BenchmarkResult `json:"benchmarks"`
-	Secret      *RunRecord                 `json:"secret,omitempty"`
+	Secret      *api.Run                   `json:"secret,omitempty"`
 	// Profile is profile mode's Nsight Compute summary; Download says
 	// whether its report can be fetched (--profile FILE).
 	Profile  *problems.ProfileResult `json:"profile,omitempty"`
@@ -388,7 +390,7 @@ type SubmitResult struct {
 }
 
 // resultOf gathers the public run's tests and benchmarks.
-func resultOf(sub *Submission) SubmitResult {
+func resultOf(sub *api.Submission) SubmitResult {
 	res := SubmitResult{ID: sub.ID, Leaderboard: sub.Leaderboard, GPU: sub.GPUType, Mode: sub.Mode, Status: sub.Status,
 		Passed: sub.Passed, Reason: sub.Reason, Score: sub.Score, Tests: []problems.TestResult{}, Benchmarks: []problems.BenchmarkResult{}}
 	for i := range sub.Runs {
@@ -422,7 +424,7 @@ func runSubmit(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	sub, err := cl.Submit(c.Context, SubmitRequest{Leaderboard: c.String("leaderboard"), GPU: c.String("gpu"),
+	sub, err := cl.Submit(c.Context, api.SubmitRequest{Leaderboard: c.String("leaderboard"), GPU: c.String("gpu"),
 		Mode: c.String("mode"), FileName: filepath.Base(path), Code: code})
 	if err != nil {
 		return clientError(err)
@@ -459,8 +461,8 @@ func runSubmit(c *cli.Context) error {
 		position()
 	}
 	pp := newProgressPrinter(w)
-	final, err := cl.WaitIdle(c.Context, sub.ID, func(ev Event) {
-		if ev.Kind == "run.started" {
+	final, err := cl.WaitIdle(c.Context, sub.ID, func(ev api.Event) {
+		if ev.Kind == api.EventRunStarted {
 			started = true
 		}
 		if !asJSON {
@@ -470,7 +472,7 @@ func runSubmit(c *cli.Context) error {
 	if err != nil {
 		return clientError(err)
 	}
-	res := resultOf(final.Submission)
+	res := resultOf(&final.Submission)
 	if res.Passed && res.Score != nil {
 		if rk, err := cl.Ranking(c.Context, res.Leaderboard, res.GPU); err == nil && len(rk.Rankings) == 1 {
 			for _, row := range rk.Rankings[0].Rows {
@@ -492,10 +494,10 @@ func runSubmit(c *cli.Context) error {
 
 func submissionExit(res SubmitResult) error {
 	switch {
-	case res.Status == StatusFailed:
-		return &ExitError{Code: ExitServer, Err: fmt.Errorf("submission %d could not be evaluated: %s", res.ID, res.Reason)}
+	case res.Status == api.StatusFailed:
+		return &ExitError{Code: api.ExitServer, Err: fmt.Errorf("submission %d could not be evaluated: %s", res.ID, res.Reason)}
 	case !res.Passed:
-		return &ExitError{Code: ExitFailed}
+		return &ExitError{Code: api.ExitFailed}
 	}
 	return nil
 }
@@ -520,44 +522,39 @@ func testLine(w io.Writer, index int, spec string, passed bool) {
 	fmt.Fprintf(w, "    %s test %d %s\n", mark, index, spec)
 }
 
-func (p *progressPrinter) event(ev Event) {
+// event prints one event of the log. A kind this client does not know
+// (a newer daemon's) is skipped: progress is a courtesy, the result is
+// read from the submission once it ends.
+func (p *progressPrinter) event(ev api.Event) {
 	w := p.w
-	var d map[string]any
-	_ = json.Unmarshal(ev.Data, &d)
-	switch ev.Kind {
-	case "run.started":
-		if d["secret"] == true {
-			fmt.Fprintf(w, "  secret-seed run started on %v\n", d["gpu_id"])
-		} else {
-			fmt.Fprintf(w, "  run started on %v\n", d["gpu_id"])
-		}
-	case "run.retried":
-		fmt.Fprintf(w, "  the box failed to run it; retrying (attempt %v)\n", d["attempt"])
-	case "run.test":
-		var t struct {
-			Run    int64  `json:"run"`
-			Phase  string `json:"phase"`
-			Index  int    `json:"index"`
-			Spec   string `json:"spec"`
-			Status string `json:"status"`
-		}
-		_ = json.Unmarshal(ev.Data, &t)
-		p.live[fmt.Sprintf("%d/%s", t.Run, t.Phase)] = true
-		testLine(w, t.Index, t.Spec, t.Status == "pass")
-	case "run.phase":
-		var ph phaseEvent
-		_ = json.Unmarshal(ev.Data, &ph)
+	pl, err := ev.Payload()
+	if err != nil {
+		return
+	}
+	switch e := pl.(type) {
+	case *api.RunStarted:
 		who := ""
-		if ph.Secret {
+		if e.Secret {
+			who = "secret-seed "
+		}
+		fmt.Fprintf(w, "  %srun started on %s\n", who, e.GPUID)
+	case *api.RunRetried:
+		fmt.Fprintf(w, "  the box failed to run it; retrying (attempt %d)\n", e.Attempt)
+	case *api.RunTest:
+		p.live[fmt.Sprintf("%d/%s", e.Run, e.Phase)] = true
+		testLine(w, e.Index, e.Spec, e.Status == "pass")
+	case *api.RunPhase:
+		who := ""
+		if e.Secret {
 			who = "secret "
 		}
 		verdict := "passed"
-		if !ph.Passed {
-			verdict = "FAILED: " + ph.Reason
+		if !e.Passed {
+			verdict = "FAILED: " + e.Reason
 		}
-		fmt.Fprintf(w, "  %s%s phase %s (%s)\n", who, ph.Phase, verdict, ph.Wall.Round(10*time.Millisecond))
-		if !p.live[fmt.Sprintf("%d/%s", ph.Run, ph.Phase)] {
-			for _, t := range ph.Tests {
+		fmt.Fprintf(w, "  %s%s phase %s (%s)\n", who, e.Phase, verdict, e.Wall.Round(10*time.Millisecond))
+		if !p.live[fmt.Sprintf("%d/%s", e.Run, e.Phase)] {
+			for _, t := range e.Tests {
 				testLine(w, t.Index, t.Spec, t.Passed())
 			}
 		}
@@ -592,9 +589,9 @@ func printResult(w io.Writer, res SubmitResult, verbose bool) {
 		fmt.Fprintf(w, "  secret-seed run: %s\n", v)
 	}
 	switch {
-	case res.Status == StatusFailed:
+	case res.Status == api.StatusFailed:
 		fmt.Fprintf(w, "ERROR: the box could not evaluate submission %d: %s\n", res.ID, res.Reason)
-	case res.Status == StatusCancelled:
+	case res.Status == api.StatusCancelled:
 		fmt.Fprintf(w, "CANCELLED: submission %d\n", res.ID)
 	case res.Passed && res.Score != nil:
 		fmt.Fprintf(w, "PASSED: submission %d, score %s", res.ID, problems.FormatNS(*res.Score*1e9))
@@ -641,7 +638,7 @@ func submissionsCommand() *cli.Command {
 					&cli.StringFlag{Name: "leaderboard", Aliases: []string{"l"}, Usage: "only this leaderboard"},
 					&cli.BoolFlag{Name: "all", Usage: "every user's (organisers and admins)"},
 					&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most this many"}),
-				Action: clientAction(func(c *cli.Context, cl *Client) error {
+				Action: clientAction(func(c *cli.Context, cl *api.Client) error {
 					subs, err := cl.Submissions(c.Context, c.String("leaderboard"), c.Bool("all"), c.Int("limit"))
 					if err != nil {
 						return clientError(err)
@@ -697,11 +694,11 @@ func submissionsCommand() *cli.Command {
 					}
 					if c.Bool("json") {
 						doc := struct {
-							*SubmissionView
+							*api.SubmissionView
 							Result *SubmitResult `json:"result,omitempty"`
 						}{SubmissionView: v}
-						if v.Status != StatusQueued && v.Status != StatusRunning {
-							r := resultOf(v.Submission)
+						if v.Status != api.StatusQueued && v.Status != api.StatusRunning {
+							r := resultOf(&v.Submission)
 							doc.Result = &r
 						}
 						return printJSON(c.App.Writer, doc)
@@ -709,8 +706,8 @@ func submissionsCommand() *cli.Command {
 					w := c.App.Writer
 					fmt.Fprintf(w, "submission %d by %s: %s on %s, mode %s, %s, submitted %s\n", v.ID, v.User, v.Leaderboard, v.GPUType,
 						v.Mode, v.Status, v.Created.Format(time.RFC3339))
-					if v.Status != StatusQueued && v.Status != StatusRunning {
-						printResult(w, resultOf(v.Submission), c.Bool("verbose"))
+					if v.Status != api.StatusQueued && v.Status != api.StatusRunning {
+						printResult(w, resultOf(&v.Submission), c.Bool("verbose"))
 					}
 					if v.Code != "" {
 						fmt.Fprintf(w, "\n%s\n", strings.TrimRight(v.Code, "\n"))
@@ -767,7 +764,7 @@ func adminCommand() *cli.Command {
 							if err != nil {
 								return err
 							}
-							cr, err := cl.AddUser(c.Context, c.Args().First(), Role(c.String("role")))
+							cr, err := cl.AddUser(c.Context, c.Args().First(), api.Role(c.String("role")))
 							if err != nil {
 								return clientError(err)
 							}
@@ -780,7 +777,7 @@ func adminCommand() *cli.Command {
 					},
 					{
 						Name: "list", Usage: "list the users", Flags: clientFlags(jsonFlag()),
-						Action: clientAction(func(c *cli.Context, cl *Client) error {
+						Action: clientAction(func(c *cli.Context, cl *api.Client) error {
 							users, err := cl.Users(c.Context)
 							if err != nil {
 								return clientError(err)
@@ -825,8 +822,8 @@ func adminCommand() *cli.Command {
 					&cli.IntFlag{Name: "uses", Value: 1, Usage: "how many people may redeem it"},
 					&cli.DurationFlag{Name: "expires", Usage: "valid for this long (default: no expiry)"},
 					&cli.StringSliceFlag{Name: "leaderboard", Aliases: []string{"l"}, Usage: "a closed leaderboard it admits to (repeatable)"}),
-				Action: clientAction(func(c *cli.Context, cl *Client) error {
-					inv := Invite{Role: Role(c.String("role")), Uses: c.Int("uses"), Leaderboards: c.StringSlice("leaderboard")}
+				Action: clientAction(func(c *cli.Context, cl *api.Client) error {
+					inv := api.Invite{Role: api.Role(c.String("role")), Uses: c.Int("uses"), Leaderboards: c.StringSlice("leaderboard")}
 					if d := c.Duration("expires"); d > 0 {
 						inv.Expires = time.Now().Add(d)
 					}
@@ -871,7 +868,7 @@ func adminCommand() *cli.Command {
 					{
 						Name: "drain", Usage: "stop a GPU slot from taking jobs", ArgsUsage: "ID",
 						Flags: clientFlags(&cli.StringFlag{Name: "reason", Usage: "why, shown in kernelbox gpus"}),
-						Action: clientAction(func(c *cli.Context, cl *Client) error {
+						Action: clientAction(func(c *cli.Context, cl *api.Client) error {
 							id, err := slotArg(c)
 							if err != nil {
 								return err
@@ -885,7 +882,7 @@ func adminCommand() *cli.Command {
 					},
 					{
 						Name: "undrain", Usage: "let a drained GPU slot take jobs again", ArgsUsage: "ID", Flags: clientFlags(),
-						Action: clientAction(func(c *cli.Context, cl *Client) error {
+						Action: clientAction(func(c *cli.Context, cl *api.Client) error {
 							id, err := slotArg(c)
 							if err != nil {
 								return err
@@ -903,7 +900,7 @@ func adminCommand() *cli.Command {
 				Name:  "review",
 				Usage: "list the submissions the scanner flagged; clear one (back in the rankings) or confirm it (hacked)",
 				Flags: clientFlags(jsonFlag()),
-				Action: clientAction(func(c *cli.Context, cl *Client) error {
+				Action: clientAction(func(c *cli.Context, cl *api.Client) error {
 					subs, err := cl.Flagged(c.Context)
 					if err != nil {
 						return clientError(err)
@@ -927,8 +924,8 @@ func adminCommand() *cli.Command {
 					return tw.Flush()
 				}),
 				Subcommands: []*cli.Command{
-					reviewCommand("clear", ReviewCleared, "the flag was a false alarm: put the submission back in the rankings"),
-					reviewCommand("confirm", ReviewConfirmed, "the submission cheats: mark it hacked"),
+					reviewCommand("clear", api.ReviewCleared, "the flag was a false alarm: put the submission back in the rankings"),
+					reviewCommand("confirm", api.ReviewConfirmed, "the submission cheats: mark it hacked"),
 				},
 			},
 			{
@@ -1054,9 +1051,9 @@ func runAdminLeaderboard(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var ch LeaderboardChange
+	var ch api.LeaderboardChange
 	if v := c.String("visibility"); v != "" {
-		vis := Visibility(v)
+		vis := api.Visibility(v)
 		ch.Visibility = &vis
 	}
 	switch d := c.String("deadline"); {
@@ -1109,7 +1106,7 @@ func runAdminLeaderboard(c *cli.Context) error {
 
 // clientAction builds the API client from the flags, the environment and
 // the login file before running fn.
-func clientAction(fn func(c *cli.Context, cl *Client) error) cli.ActionFunc {
+func clientAction(fn func(c *cli.Context, cl *api.Client) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		cl, err := client(c)
 		if err != nil {
@@ -1121,7 +1118,7 @@ func clientAction(fn func(c *cli.Context, cl *Client) error) cli.ActionFunc {
 
 // saveProfile downloads a submission's .ncu-rep into path, whole or not
 // at all (writeAtomic).
-func saveProfile(ctx context.Context, cl *Client, id int64, path string) error {
+func saveProfile(ctx context.Context, cl *api.Client, id int64, path string) error {
 	var apiErr error
 	err := writeAtomic(path, func(w io.Writer) error {
 		apiErr = cl.Profile(ctx, id, 0, w)
@@ -1139,7 +1136,7 @@ func saveProfile(ctx context.Context, cl *Client, id int64, path string) error {
 func reviewCommand(name, review, usage string) *cli.Command {
 	return &cli.Command{
 		Name: name, Usage: usage, ArgsUsage: "ID", Flags: clientFlags(),
-		Action: clientAction(func(c *cli.Context, cl *Client) error {
+		Action: clientAction(func(c *cli.Context, cl *api.Client) error {
 			id, err := idArg(c)
 			if err != nil {
 				return err

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"kernelbox/appliance/api"
+
 	"go.yaml.in/yaml/v3"
 
 	"kernelbox/gpu"
@@ -211,7 +213,7 @@ func DefaultConfig() Config {
 		MaxRunningPerUser: 2,
 		BackfillLimit:     4,
 		AgePerSecond:      1000,
-		RateLimits:        map[string]int{CategoryTest: 120, CategoryRanked: 30},
+		RateLimits:        map[string]int{api.CategoryTest: 120, api.CategoryRanked: 30},
 		MaxUploadBytes:    maxSubmissionBytes,
 		MaxProblemBytes:   64 << 20,
 		CgroupParent:      "kernelbox",
@@ -301,7 +303,7 @@ func (c *Config) Validate() error {
 		bad("backfill_limit", "must not be negative")
 	}
 	for k, v := range c.RateLimits {
-		if k != CategoryTest && k != CategoryRanked {
+		if k != api.CategoryTest && k != api.CategoryRanked {
 			bad("rate_limits", "category %q: want test or ranked", k)
 		}
 		if v < 0 {

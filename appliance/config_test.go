@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"kernelbox/appliance/api"
 )
 
 func TestConfig_LoadConfigFile(t *testing.T) {
@@ -23,7 +25,7 @@ func TestConfig_LoadConfigFile(t *testing.T) {
 	if err := c.LoadConfigFile(write("data: /srv/kb\ncpu_slots: 4\ngrace: 1m\nrate_limits: {ranked: 5}\n")); err != nil {
 		t.Fatalf("LoadConfigFile: %v", err)
 	}
-	if c.DataDir != "/srv/kb" || c.CPUSlots != 4 || c.Grace != time.Minute || c.RateLimits[CategoryRanked] != 5 || c.Listen != DefaultConfig().Listen {
+	if c.DataDir != "/srv/kb" || c.CPUSlots != 4 || c.Grace != time.Minute || c.RateLimits[api.CategoryRanked] != 5 || c.Listen != DefaultConfig().Listen {
 		t.Errorf("loaded config = %+v", c)
 	}
 	if err := c.LoadConfigFile(write("")); err != nil {

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"kernelbox/appliance/api"
+
 	"kernelbox/gpu"
 	"kernelbox/policies"
 	"kernelbox/problems"
@@ -155,8 +157,8 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		return err
 	}
 	d.svc.drain, d.svc.undrain = d.runner.drain, d.runner.undrain
-	d.svc.gpus = func() GPUsStatus {
-		return GPUsStatus{Vendor: string(d.inventory.Vendor), Driver: d.inventory.Driver, Notes: d.inventory.Notes,
+	d.svc.gpus = func() api.GPUsStatus {
+		return api.GPUsStatus{Vendor: string(d.inventory.Vendor), Driver: d.inventory.Driver, Notes: d.inventory.Notes,
 			Profiler: profilerNote, Slots: d.runner.states()}
 	}
 	d.api = newAPI(d.svc, d.log.With("component", "api"))
@@ -300,7 +302,7 @@ func (d *Daemon) bootstrapAdmin(ctx context.Context) error {
 	if len(users) > 0 {
 		return nil
 	}
-	_, token, err := d.store.CreateUser(ctx, "admin", RoleAdmin)
+	_, token, err := d.store.CreateUser(ctx, "admin", api.RoleAdmin)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"kernelbox/appliance/api"
+
 	"kernelbox/gpu"
 	"kernelbox/gpu/gputest"
 	"kernelbox/internal/testutil"
@@ -37,7 +39,7 @@ type testDaemon struct {
 	d      *Daemon
 	dir    string
 	server string
-	admin  *Client
+	admin  *api.Client
 	token  string // the admin's
 }
 
@@ -119,7 +121,7 @@ func startDaemonWith(t testing.TB, dir string, mutate func(*Config), prepare fun
 		t.Fatalf("admin token: %v", err)
 	}
 	td.token = strings.TrimSpace(string(token))
-	if td.admin, err = NewClient(td.server, td.token); err != nil {
+	if td.admin, err = api.NewClient(td.server, td.token); err != nil {
 		t.Fatal(err)
 	}
 	return td
@@ -184,21 +186,21 @@ func (td *testDaemon) waitSlotIdle(i int) {
 }
 
 // waitRunning waits until the submission's first run has started.
-func waitRunning(t *testing.T, c *Client, id int64) {
+func waitRunning(t *testing.T, c *api.Client, id int64) {
 	t.Helper()
 	waitFor(t, 30*time.Second, func() bool {
 		s, err := c.Submission(t.Context(), id, false)
-		return err == nil && s.Status == StatusRunning
+		return err == nil && s.Status == api.StatusRunning
 	})
 }
 
-func (td *testDaemon) user(name string) (*Client, string) {
+func (td *testDaemon) user(name string) (*api.Client, string) {
 	td.t.Helper()
-	cr, err := td.admin.AddUser(td.t.Context(), name, RoleContestant)
+	cr, err := td.admin.AddUser(td.t.Context(), name, api.RoleContestant)
 	if err != nil {
 		td.t.Fatalf("AddUser(%s): %v", name, err)
 	}
-	c, err := NewClient(td.server, cr.Token)
+	c, err := api.NewClient(td.server, cr.Token)
 	if err != nil {
 		td.t.Fatal(err)
 	}
@@ -219,26 +221,26 @@ func TestDaemon_SubmitThroughCLI(t *testing.T) {
 
 	// Test mode, correct: the directives name the leaderboard and GPU.
 	out, errOut, code = td.cli(ann, "submit", quickSolution("correct/double.py"), "--json")
-	if code != ExitOK {
+	if code != api.ExitOK {
 		t.Fatalf("submit correct = exit %d\n%s%s", code, out, errOut)
 	}
 	var res SubmitResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("submit --json printed %q: %v", out, err)
 	}
-	if !res.Passed || res.Mode != "test" || res.Status != StatusDone || len(res.Tests) != 2 || res.ID == 0 {
+	if !res.Passed || res.Mode != "test" || res.Status != api.StatusDone || len(res.Tests) != 2 || res.ID == 0 {
 		t.Errorf("submit correct --json = %+v, want passed, mode test, done, 2 tests", res)
 	}
 
 	// Each test was reported live, before its phase ended.
-	annEv, _ := NewClient(td.server, ann)
+	annEv, _ := api.NewClient(td.server, ann)
 	page, err := annEv.Events(t.Context(), res.ID, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var kinds []string
 	for _, ev := range page.Events {
-		kinds = append(kinds, ev.Kind)
+		kinds = append(kinds, string(ev.Kind))
 	}
 	if got := strings.Join(kinds, " "); !strings.Contains(got, "run.started run.test run.test run.phase run.finished") {
 		t.Errorf("events = %s; want the two tests reported between run.started and run.phase", got)
@@ -246,13 +248,13 @@ func TestDaemon_SubmitThroughCLI(t *testing.T) {
 
 	// Wrong answer: exit 1, the failing test named.
 	out, _, code = td.cli(ann, "submit", quickSolution("wrong/zero_last.py"))
-	if code != ExitFailed || !strings.Contains(out, "FAILED") || !strings.Contains(out, "wrong result") || !strings.Contains(out, "✗ test 0 n: 3") {
+	if code != api.ExitFailed || !strings.Contains(out, "FAILED") || !strings.Contains(out, "wrong result") || !strings.Contains(out, "✗ test 0 n: 3") {
 		t.Errorf("submit wrong = exit %d\n%s\nwant exit 1 and the failing test", code, out)
 	}
 
 	// Leaderboard mode: scored and ranked after the secret twin passes.
 	out, errOut, code = td.cli(ann, "submit", quickSolution("correct/double.py"), "--leaderboard", "quick", "--gpu", "cpu", "--mode", "leaderboard", "--json")
-	if code != ExitOK {
+	if code != api.ExitOK {
 		t.Fatalf("submit leaderboard = exit %d\n%s%s", code, out, errOut)
 	}
 	res = SubmitResult{}
@@ -271,11 +273,11 @@ func TestDaemon_SubmitThroughCLI(t *testing.T) {
 	out, _, code = td.cli(ann, "submit", filepath.Join("testdata", "submissions", "secret_fail.py"), "--mode", "leaderboard", "--json")
 	res = SubmitResult{}
 	_ = json.Unmarshal([]byte(out), &res)
-	if code != ExitFailed || res.Passed || res.Score != nil || !strings.Contains(res.Reason, "secret") {
+	if code != api.ExitFailed || res.Passed || res.Score != nil || !strings.Contains(res.Reason, "secret") {
 		t.Errorf("submit secret_fail = exit %d, %+v; want exit 1, not passed, no score, a secret-run reason", code, res)
 	}
 	// Nothing the contestant can read names the secret inputs.
-	annC, _ := NewClient(td.server, ann)
+	annC, _ := api.NewClient(td.server, ann)
 	page, err = annC.Events(t.Context(), res.ID, 0, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -298,7 +300,7 @@ func TestDaemon_SubmitThroughCLI(t *testing.T) {
 	}
 
 	out, _, code = td.cli(ann, "leaderboard", "quick", "--gpu", "cpu", "--json")
-	var rows []RankRow
+	var rows []api.RankRow
 	if err := json.Unmarshal([]byte(out), &rows); code != 0 || err != nil {
 		t.Fatalf("leaderboard --json = exit %d, %q: %v", code, out, err)
 	}
@@ -325,7 +327,7 @@ func TestDaemon_SubmitThroughCLI(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &queued); code != 0 || err != nil || queued.ID == 0 {
 		t.Fatalf("submit --no-wait --json = exit %d, %q", code, out)
 	}
-	annClient, _ := NewClient(td.server, ann)
+	annClient, _ := api.NewClient(td.server, ann)
 	if _, err := annClient.Wait(t.Context(), queued.ID, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +336,7 @@ func TestDaemon_SubmitThroughCLI(t *testing.T) {
 		Status string        `json:"status"`
 		Result *SubmitResult `json:"result"`
 	}
-	if err := json.Unmarshal([]byte(out), &shown); code != 0 || err != nil || shown.Status != StatusDone || shown.Result == nil || !shown.Result.Passed {
+	if err := json.Unmarshal([]byte(out), &shown); code != 0 || err != nil || shown.Status != api.StatusDone || shown.Result == nil || !shown.Result.Passed {
 		t.Errorf("submissions show --json = exit %d, %q; want done with a passed result", code, out)
 	}
 	out, _, code = td.cli(ann, "submissions", "list", "--json")
@@ -356,7 +358,7 @@ func TestDaemon_SubmitThroughCLI(t *testing.T) {
 	if _, errOut, code := td.cli(td.token, "admin", "delete", strconv.FormatInt(queued.ID, 10)); code != 0 {
 		t.Errorf("admin delete = exit %d: %s", code, errOut)
 	}
-	if _, errOut, code := td.cli(ann, "submissions", "show", strconv.FormatInt(queued.ID, 10)); code != ExitUsage || !strings.Contains(errOut, "no submission") {
+	if _, errOut, code := td.cli(ann, "submissions", "show", strconv.FormatInt(queued.ID, 10)); code != api.ExitUsage || !strings.Contains(errOut, "no submission") {
 		t.Errorf("show a deleted submission = exit %d, %q; want exit 2, no submission", code, errOut)
 	}
 	out, _, code = td.cli(ann, "leaderboards", "--json")
@@ -384,8 +386,8 @@ func TestDaemon_Refusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	closed := VisibilityClosed
-	if _, err := td.admin.ChangeLeaderboard(ctx, "quick", LeaderboardChange{RateLimits: map[string]int{CategoryRanked: 1}}); err != nil {
+	closed := api.VisibilityClosed
+	if _, err := td.admin.ChangeLeaderboard(ctx, "quick", api.LeaderboardChange{RateLimits: map[string]int{api.CategoryRanked: 1}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -396,33 +398,33 @@ func TestDaemon_Refusals(t *testing.T) {
 			t.Errorf("%s: exit %d, stderr %q; want exit %d and %q (stdout %q)", name, code, errOut, wantCode, wantText, out)
 		}
 	}
-	check("bad token", ExitUnauthorized, "not valid", "kb_nope", "submit", quickSolution("correct/double.py"))
-	check("oversized", ExitRefused, "limit", ann, "submit", write("big.py", bytes.Repeat([]byte("#"), 5000)))
-	check("not UTF-8", ExitUsage, "not UTF-8", ann, "submit", write("bin.py", []byte("def f():\n    return '\xff\xfe'\n")))
-	check("malformed directive", ExitUsage, "line 1", ann, "submit", write("dir.py", append([]byte("#!POPCORN leaderboard\n"), correct...)))
-	check("directive and flag disagree", ExitUsage, "#!POPCORN leaderboard is quick but --leaderboard is nope", ann, "submit", quickSolution("correct/double.py"), "--leaderboard", "nope")
+	check("bad token", api.ExitUnauthorized, "not valid", "kb_nope", "submit", quickSolution("correct/double.py"))
+	check("oversized", api.ExitRefused, "limit", ann, "submit", write("big.py", bytes.Repeat([]byte("#"), 5000)))
+	check("not UTF-8", api.ExitUsage, "not UTF-8", ann, "submit", write("bin.py", []byte("def f():\n    return '\xff\xfe'\n")))
+	check("malformed directive", api.ExitUsage, "line 1", ann, "submit", write("dir.py", append([]byte("#!POPCORN leaderboard\n"), correct...)))
+	check("directive and flag disagree", api.ExitUsage, "#!POPCORN leaderboard is quick but --leaderboard is nope", ann, "submit", quickSolution("correct/double.py"), "--leaderboard", "nope")
 	plain := write("plain.py", []byte("def custom_kernel(xs):\n    return [2 * x for x in xs]\n"))
-	check("no leaderboard", ExitUsage, "no leaderboard: pass --leaderboard", ann, "submit", plain)
-	check("unknown leaderboard", ExitUsage, "no leaderboard nope", ann, "submit", plain, "--leaderboard", "nope")
-	check("wrong GPU", ExitUsage, "does not rank on H200", ann, "submit", quickSolution("correct/double.py"), "--gpu", "H200")
-	check("wrong language", ExitUsage, "takes a .py file", ann, "submit", write("k.cu", []byte("//!POPCORN leaderboard quick\n")))
+	check("no leaderboard", api.ExitUsage, "no leaderboard: pass --leaderboard", ann, "submit", plain)
+	check("unknown leaderboard", api.ExitUsage, "no leaderboard nope", ann, "submit", plain, "--leaderboard", "nope")
+	check("wrong GPU", api.ExitUsage, "does not rank on H200", ann, "submit", quickSolution("correct/double.py"), "--gpu", "H200")
+	check("wrong language", api.ExitUsage, "takes a .py file", ann, "submit", write("k.cu", []byte("//!POPCORN leaderboard quick\n")))
 
 	// Rate limit: one ranked submission an hour.
 	if _, _, code := td.cli(ann, "submit", quickSolution("correct/double.py"), "--mode", "benchmark", "--no-wait"); code != 0 {
 		t.Fatalf("first ranked submission refused: exit %d", code)
 	}
-	check("rate limit", ExitRefused, "rate limit", ann, "submit", quickSolution("correct/double.py"), "--mode", "benchmark")
+	check("rate limit", api.ExitRefused, "rate limit", ann, "submit", quickSolution("correct/double.py"), "--mode", "benchmark")
 	// Test mode has its own budget.
 	if _, errOut, code := td.cli(ann, "submit", quickSolution("correct/double.py"), "--no-wait"); code != 0 {
 		t.Errorf("test-mode submission after the ranked limit: exit %d: %s", code, errOut)
 	}
 
 	// Closed leaderboard: refused without an invite, taken after joining.
-	if _, err := td.admin.ChangeLeaderboard(ctx, "quick", LeaderboardChange{Visibility: &closed}); err != nil {
+	if _, err := td.admin.ChangeLeaderboard(ctx, "quick", api.LeaderboardChange{Visibility: &closed}); err != nil {
 		t.Fatal(err)
 	}
-	check("closed leaderboard", ExitRefused, "closed", ann, "submit", quickSolution("correct/double.py"))
-	inv, err := td.admin.CreateInvite(ctx, Invite{Leaderboards: []string{"quick"}, Uses: 2})
+	check("closed leaderboard", api.ExitRefused, "closed", ann, "submit", quickSolution("correct/double.py"))
+	inv, err := td.admin.CreateInvite(ctx, api.Invite{Leaderboards: []string{"quick"}, Uses: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +444,7 @@ func TestDaemon_Refusals(t *testing.T) {
 		t.Errorf("submission by a registered invitee: exit %d: %s", code, errOut)
 	}
 	// One contestant cannot see or cancel another's submission.
-	annSubs, err := NewClient(td.server, ann)
+	annSubs, err := api.NewClient(td.server, ann)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -453,7 +455,7 @@ func TestDaemon_Refusals(t *testing.T) {
 	other := strconv.FormatInt(mine[0].ID, 10)
 	beaCfg := filepath.Join(tmp, "bea.json")
 	for _, args := range [][]string{{"submissions", "show", other}, {"submissions", "cancel", other}} {
-		if _, errOut, code := runCLI(t, append(args, "--client-config", beaCfg)...); code != ExitUsage || !strings.Contains(errOut, "no submission") {
+		if _, errOut, code := runCLI(t, append(args, "--client-config", beaCfg)...); code != api.ExitUsage || !strings.Contains(errOut, "no submission") {
 			t.Errorf("bea: %v = exit %d, %q; want exit 2, no submission", args, code, errOut)
 		}
 	}
@@ -461,24 +463,24 @@ func TestDaemon_Refusals(t *testing.T) {
 		t.Errorf("bea's submissions list --all shows ann's: %s", out)
 	}
 	_, errOut, code = runCLI(t, "register", "--server", td.server, "--invite", inv.Invite, "--name", "cid", "--client-config", filepath.Join(tmp, "cid.json"))
-	if code != ExitRefused || !strings.Contains(errOut, "used up") {
-		t.Errorf("register with a spent invite = exit %d, %q; want %d and 'used up'", code, errOut, ExitRefused)
+	if code != api.ExitRefused || !strings.Contains(errOut, "used up") {
+		t.Errorf("register with a spent invite = exit %d, %q; want %d and 'used up'", code, errOut, api.ExitRefused)
 	}
 
 	// Deadline passed.
 	past := time.Now().Add(-time.Minute)
-	if _, err := td.admin.ChangeLeaderboard(ctx, "quick", LeaderboardChange{Deadline: &past}); err != nil {
+	if _, err := td.admin.ChangeLeaderboard(ctx, "quick", api.LeaderboardChange{Deadline: &past}); err != nil {
 		t.Fatal(err)
 	}
-	check("deadline", ExitRefused, "deadline", ann, "submit", quickSolution("correct/double.py"))
+	check("deadline", api.ExitRefused, "deadline", ann, "submit", quickSolution("correct/double.py"))
 
 	// Banned.
 	if _, err := td.admin.Ban(ctx, "ann", true); err != nil {
 		t.Fatal(err)
 	}
-	check("banned", ExitRefused, "banned", ann, "submit", quickSolution("correct/double.py"))
+	check("banned", api.ExitRefused, "banned", ann, "submit", quickSolution("correct/double.py"))
 	// A contestant is not an admin.
-	check("not staff", ExitRefused, "needs an organiser", ann, "admin", "users", "add", "eve")
+	check("not staff", api.ExitRefused, "needs an organiser", ann, "admin", "users", "add", "eve")
 	// Nothing refused was stored.
 	subs, err := td.admin.Submissions(ctx, "", true, 100)
 	if err != nil {
@@ -499,7 +501,7 @@ func TestDaemon_CancelRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub, err := ann.Submit(ctx, SubmitRequest{Code: code, FileName: "slow.py", Mode: "test"})
+	sub, err := ann.Submit(ctx, api.SubmitRequest{Code: code, FileName: "slow.py", Mode: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,10 +510,10 @@ func TestDaemon_CancelRunning(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Cancel: %v", err)
 	}
-	if got.Status != StatusCancelled {
+	if got.Status != api.StatusCancelled {
 		t.Errorf("Cancel = status %s, want cancelled", got.Status)
 	}
-	if _, err := ann.Cancel(ctx, sub.ID); ErrorCode(err) != CodeConflict {
+	if _, err := ann.Cancel(ctx, sub.ID); api.ErrorCode(err) != api.CodeConflict {
 		t.Errorf("Cancel again = %v, want a conflict", err)
 	}
 	// The slot is free again soon: the sandbox was stopped, not waited for.
@@ -520,7 +522,7 @@ func TestDaemon_CancelRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next, err := ann.Submit(ctx, SubmitRequest{Code: fast, Mode: "test"})
+	next, err := ann.Submit(ctx, api.SubmitRequest{Code: fast, Mode: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -556,7 +558,7 @@ func TestDaemon_LoadProblemSets(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("admin problems load kernelbox.yaml = exit %d: %s", code, errOut)
 	}
-	var loaded []LoadedProblem
+	var loaded []api.LoadedProblem
 	if err := json.Unmarshal([]byte(out), &loaded); err != nil || len(loaded) != 15 || !loaded[0].Created {
 		t.Fatalf("loaded = %v, %v; want 15 new leaderboards", loaded, err)
 	}
@@ -588,7 +590,7 @@ func TestDaemon_LoadProblemSets(t *testing.T) {
 	}
 	if _, err := os.Stat("/etc/hostname"); err == nil {
 		_, errOut, code = td.cli(td.token, "admin", "problems", "load", evil)
-		if code != ExitUsage || !strings.Contains(errOut, "outside the problem set") {
+		if code != api.ExitUsage || !strings.Contains(errOut, "outside the problem set") {
 			t.Errorf("load of a problem reading /etc/hostname = exit %d, %q; want exit 2, outside the problem set", code, errOut)
 		}
 	}
@@ -598,17 +600,17 @@ func TestDaemon_LoadProblemSets(t *testing.T) {
 		"climbing": tarGz(t, tarEntry{name: "../../x/task.yml", body: "x"}),
 		"garbage":  []byte("not a tarball"),
 	} {
-		if _, err := td.admin.LoadProblems(ctx, bytes.NewReader(archive), "", "evil"); ErrorCode(err) != CodeInvalid {
+		if _, err := td.admin.LoadProblems(ctx, bytes.NewReader(archive), "", "evil"); api.ErrorCode(err) != api.CodeInvalid {
 			t.Errorf("LoadProblems(%s) = %v, want invalid", name, err)
 		}
 	}
 	noise := make([]byte, 5<<20)
 	_, _ = rand.Read(noise) // incompressible: the archive stays over the cap
 	big := tarGz(t, tarEntry{name: "task.yml", body: string(noise)})
-	if _, err := td.admin.LoadProblems(ctx, bytes.NewReader(big), "", "big"); ErrorCode(err) != CodeTooLarge {
+	if _, err := td.admin.LoadProblems(ctx, bytes.NewReader(big), "", "big"); api.ErrorCode(err) != api.CodeTooLarge {
 		t.Errorf("LoadProblems(5 MiB over a 4 MiB cap) = %v, want too_large", err)
 	}
-	if _, err := td.d.store.Leaderboard(ctx, "evil"); ErrorCode(err) != CodeNotFound {
+	if _, err := td.d.store.Leaderboard(ctx, "evil"); api.ErrorCode(err) != api.CodeNotFound {
 		t.Errorf("a refused set left a leaderboard: %v", err)
 	}
 	uploads, _ := os.ReadDir(filepath.Join(td.dir, "problems", "uploads"))
@@ -652,24 +654,24 @@ func TestDaemon_SocketAndQueue(t *testing.T) {
 		t.Fatalf("admin users add over the socket = exit %d: %s", code, errOut)
 	}
 	annToken := strings.TrimSpace(out)
-	ann, err := NewClient(td.server, annToken)
+	ann, err := api.NewClient(td.server, annToken)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, code := runCLI(t, "admin", "users", "list", "--server", sock); code != ExitUnauthorized {
-		t.Errorf("the socket without a token = exit %d, want %d", code, ExitUnauthorized)
+	if _, _, code := runCLI(t, "admin", "users", "list", "--server", sock); code != api.ExitUnauthorized {
+		t.Errorf("the socket without a token = exit %d, want %d", code, api.ExitUnauthorized)
 	}
 	ctx := t.Context()
 	slow, _ := os.ReadFile(filepath.Join("testdata", "submissions", "slow.py"))
 	fast, _ := os.ReadFile(quickSolution("correct/double.py"))
-	first, err := ann.Submit(ctx, SubmitRequest{Code: slow, Mode: "test"})
+	first, err := ann.Submit(ctx, api.SubmitRequest{Code: slow, Mode: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitRunning(t, ann, first.ID)
 	var later []int64
 	for range 2 {
-		s, err := ann.Submit(ctx, SubmitRequest{Code: fast, Mode: "benchmark"})
+		s, err := ann.Submit(ctx, api.SubmitRequest{Code: fast, Mode: "benchmark"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -679,7 +681,7 @@ func TestDaemon_SocketAndQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pos := map[int64]MyJob{}
+	pos := map[int64]api.MyJob{}
 	for _, j := range q.Mine {
 		pos[j.Submission] = j
 	}
@@ -736,7 +738,7 @@ def custom_kernel(xs):
 	probe = append([]byte("SLEEP = 1\n"), probe...)
 	var ids []int64
 	for range 2 {
-		sub, err := td.admin.Submit(ctx, SubmitRequest{Leaderboard: "quickgpu", GPU: "H200", Mode: "test", Code: probe})
+		sub, err := td.admin.Submit(ctx, api.SubmitRequest{Leaderboard: "quickgpu", GPU: "H200", Mode: "test", Code: probe})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -801,7 +803,7 @@ func TestDaemon_FakeGPUMeasurement(t *testing.T) {
 	td.loadQuickOn("[H200]")
 	code := []byte("SLEEP = 0.3\ndef custom_kernel(xs):\n    return [2 * x for x in xs]\n")
 
-	sub, err := td.admin.Submit(ctx, SubmitRequest{Leaderboard: "quickgpu", Mode: "benchmark", Code: code})
+	sub, err := td.admin.Submit(ctx, api.SubmitRequest{Leaderboard: "quickgpu", Mode: "benchmark", Code: code})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -823,7 +825,7 @@ func TestDaemon_FakeGPUMeasurement(t *testing.T) {
 	}
 
 	throttle.Store(true)
-	sub, err = td.admin.Submit(ctx, SubmitRequest{Leaderboard: "quickgpu", Mode: "benchmark", Code: code})
+	sub, err = td.admin.Submit(ctx, api.SubmitRequest{Leaderboard: "quickgpu", Mode: "benchmark", Code: code})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -831,11 +833,11 @@ func TestDaemon_FakeGPUMeasurement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Status != StatusFailed || v.Runs[0].Attempts != 3 || !strings.Contains(v.Reason, "throttled") || v.Score != nil {
+	if v.Status != api.StatusFailed || v.Runs[0].Attempts != 3 || !strings.Contains(v.Reason, "throttled") || v.Score != nil {
 		t.Errorf("a run that throttles every time = %s after %d attempts (%q); want failed after 3, throttled, no score", v.Status, v.Runs[0].Attempts, v.Reason)
 	}
 	// Test mode is not timed: a throttle does not matter there.
-	sub, err = td.admin.Submit(ctx, SubmitRequest{Leaderboard: "quickgpu", Mode: "test", Code: code})
+	sub, err = td.admin.Submit(ctx, api.SubmitRequest{Leaderboard: "quickgpu", Mode: "test", Code: code})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -848,7 +850,7 @@ func TestDaemon_FakeGPUMeasurement(t *testing.T) {
 	throttle.Store(false)
 	td.waitSlotIdle(0) // the last job's health check is done
 	fake.Set(func(g []gputest.GPU) { g[0].Procs = []uint32{31337} })
-	sub, err = td.admin.Submit(ctx, SubmitRequest{Leaderboard: "quickgpu", Mode: "test", Code: code})
+	sub, err = td.admin.Submit(ctx, api.SubmitRequest{Leaderboard: "quickgpu", Mode: "test", Code: code})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -859,14 +861,14 @@ func TestDaemon_FakeGPUMeasurement(t *testing.T) {
 		st, err := td.admin.GPUs(ctx)
 		return err == nil && st.Slots[0].State == "drained" && strings.Contains(st.Slots[0].Drained, "1 compute processes")
 	})
-	waiting, err := td.admin.Submit(ctx, SubmitRequest{Leaderboard: "quickgpu", Mode: "test", Code: code})
+	waiting, err := td.admin.Submit(ctx, api.SubmitRequest{Leaderboard: "quickgpu", Mode: "test", Code: code})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if out, _, code := td.cli(td.token, "gpus"); code != 0 || !strings.Contains(out, "drained (unhealthy after job") {
 		t.Errorf("kernelbox gpus = exit %d:\n%s\nwant the slot drained with its reason", code, out)
 	}
-	if s, _ := td.admin.Submission(ctx, waiting.ID, false); s.Status != StatusQueued {
+	if s, _ := td.admin.Submission(ctx, waiting.ID, false); s.Status != api.StatusQueued {
 		t.Errorf("a submission for a drained GPU is %s, want queued", s.Status)
 	}
 	fake.Set(func(g []gputest.GPU) { g[0].Procs = nil })
@@ -880,7 +882,7 @@ func TestDaemon_FakeGPUMeasurement(t *testing.T) {
 	// (Xid 43) alone would not (gpu's TestMonitor_Health).
 	td.waitSlotIdle(0) // the last job's health check is done
 	fake.Xid("GPU-aaaa", 79)
-	sub, err = td.admin.Submit(ctx, SubmitRequest{Leaderboard: "quickgpu", Mode: "test", Code: code})
+	sub, err = td.admin.Submit(ctx, api.SubmitRequest{Leaderboard: "quickgpu", Mode: "test", Code: code})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -927,7 +929,7 @@ func TestDaemon_FakeGPUProfile(t *testing.T) {
 	}
 	alice, aliceToken := td.user("alice")
 	code := []byte("def custom_kernel(xs):\n    return [2 * x for x in xs]\n")
-	sub, err := alice.Submit(ctx, SubmitRequest{Leaderboard: "quickgpu", Mode: "profile", Code: code})
+	sub, err := alice.Submit(ctx, api.SubmitRequest{Leaderboard: "quickgpu", Mode: "profile", Code: code})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -964,14 +966,14 @@ func TestDaemon_FakeGPUProfile(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "bob.ncu-rep")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a refused download left a file: %v", err)
 	}
-	plain, err := alice.Submit(ctx, SubmitRequest{Leaderboard: "quickgpu", Mode: "test", Code: code})
+	plain, err := alice.Submit(ctx, api.SubmitRequest{Leaderboard: "quickgpu", Mode: "test", Code: code})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := alice.Wait(ctx, plain.ID, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := alice.Profile(ctx, plain.ID, 0, io.Discard); ErrorCode(err) != CodeNotFound || !strings.Contains(err.Error(), "no Nsight Compute report") {
+	if err := alice.Profile(ctx, plain.ID, 0, io.Discard); api.ErrorCode(err) != api.CodeNotFound || !strings.Contains(err.Error(), "no Nsight Compute report") {
 		t.Errorf("the report of a test run = %v, want not found", err)
 	}
 
@@ -1012,7 +1014,7 @@ func TestDaemon_FakeAMD(t *testing.T) {
 		t.Errorf("kernelbox gpus = exit %d:\n%s\nwant the MI325X slot with profile_standard and a reading", code, out)
 	}
 	td.loadQuickOn("[MI325X]")
-	sub, err := td.admin.Submit(ctx, SubmitRequest{Leaderboard: "quickgpu", GPU: "MI325X", Mode: "benchmark",
+	sub, err := td.admin.Submit(ctx, api.SubmitRequest{Leaderboard: "quickgpu", GPU: "MI325X", Mode: "benchmark",
 		Code: []byte("def custom_kernel(xs):\n    return [2 * x for x in xs]\n")})
 	if err != nil {
 		t.Fatal(err)
@@ -1065,7 +1067,7 @@ print("CAPS", " ".join(sorted(os.listdir("/dev/nvidia-caps"))))
 def custom_kernel(xs):
     return [2 * x for x in xs]
 `)
-	sub, err := td.admin.Submit(ctx, SubmitRequest{Leaderboard: "quickgpu", Mode: "benchmark", Code: probe})
+	sub, err := td.admin.Submit(ctx, api.SubmitRequest{Leaderboard: "quickgpu", Mode: "benchmark", Code: probe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1100,20 +1102,20 @@ func TestDaemon_Scanner(t *testing.T) {
 	alice, aliceToken := td.user("alice")
 	bob, _ := td.user("bob")
 	patch := []byte("import time\ntime.perf_counter_ns = lambda: 0\ndef custom_kernel(xs):\n    return [2 * x for x in xs]\n")
-	_, err := alice.Submit(ctx, SubmitRequest{Leaderboard: "quick", Mode: "leaderboard", Code: patch})
-	if ErrorCode(err) != CodeForbidden || !strings.Contains(err.Error(), "TIMER_PATCH (line 2: time.perf_counter_ns = lambda: 0)") {
+	_, err := alice.Submit(ctx, api.SubmitRequest{Leaderboard: "quick", Mode: "leaderboard", Code: patch})
+	if api.ErrorCode(err) != api.CodeForbidden || !strings.Contains(err.Error(), "TIMER_PATCH (line 2: time.perf_counter_ns = lambda: 0)") {
 		t.Errorf("a timer patch in leaderboard mode = %v; want refused, naming the rule and line", err)
 	}
-	if sub, err := alice.Submit(ctx, SubmitRequest{Leaderboard: "quick", Mode: "test", Code: patch}); err != nil || len(sub.Findings) != 0 {
+	if sub, err := alice.Submit(ctx, api.SubmitRequest{Leaderboard: "quick", Mode: "test", Code: patch}); err != nil || len(sub.Findings) != 0 {
 		t.Errorf("the same in test mode = %+v, %v; want accepted, not scanned", sub, err)
 	}
 
 	threaded := []byte("import threading\ndef custom_kernel(xs):\n    return [2 * x for x in xs]\n")
-	flagged, err := alice.Submit(ctx, SubmitRequest{Leaderboard: "quick", Mode: "leaderboard", Code: threaded})
-	if err != nil || flagged.Review != ReviewFlagged || len(flagged.Findings) != 1 || flagged.Findings[0].Rule != "THREADS" {
+	flagged, err := alice.Submit(ctx, api.SubmitRequest{Leaderboard: "quick", Mode: "leaderboard", Code: threaded})
+	if err != nil || flagged.Review != api.ReviewFlagged || len(flagged.Findings) != 1 || flagged.Findings[0].Rule != "THREADS" {
 		t.Fatalf("a threaded submission = %+v, %v; want accepted and flagged THREADS", flagged, err)
 	}
-	honest, err := bob.Submit(ctx, SubmitRequest{Leaderboard: "quick", Mode: "leaderboard", Code: []byte("SCALE = 3\ndef custom_kernel(xs):\n    return [2 * x for x in xs]\n")})
+	honest, err := bob.Submit(ctx, api.SubmitRequest{Leaderboard: "quick", Mode: "leaderboard", Code: []byte("SCALE = 3\ndef custom_kernel(xs):\n    return [2 * x for x in xs]\n")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1155,7 +1157,7 @@ func TestDaemon_Scanner(t *testing.T) {
 	if _, errOut, code := td.cli(td.token, "admin", "review", "confirm", strconv.FormatInt(flagged.ID, 10)); code != 0 {
 		t.Fatalf("admin review confirm = exit %d: %s", code, errOut)
 	}
-	if s, err := td.admin.Submission(ctx, flagged.ID, false); err != nil || !s.Hacked || s.Review != ReviewConfirmed {
+	if s, err := td.admin.Submission(ctx, flagged.ID, false); err != nil || !s.Hacked || s.Review != api.ReviewConfirmed {
 		t.Errorf("after confirm: %+v, %v; want hacked and confirmed", s, err)
 	}
 	if got := users(); !slices.Equal(got, []string{"bob"}) {
@@ -1178,7 +1180,7 @@ func TestDaemon_PhysicsFloor(t *testing.T) {
 	td.loadQuickAs("floored", "ranking_by: geom", "ranking_by: geom\nfloor: {bytes: \"16 * n\"}")
 	ctx := t.Context()
 	alice, _ := td.user("alice")
-	sub, err := alice.Submit(ctx, SubmitRequest{Leaderboard: "floored", Mode: "leaderboard", Code: []byte("def custom_kernel(xs):\n    return [2 * x for x in xs]\n")})
+	sub, err := alice.Submit(ctx, api.SubmitRequest{Leaderboard: "floored", Mode: "leaderboard", Code: []byte("def custom_kernel(xs):\n    return [2 * x for x in xs]\n")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1197,7 +1199,7 @@ func TestDaemon_PhysicsFloor(t *testing.T) {
 		}
 	}
 	// Both shapes, in both the public and the secret run.
-	if v.Review != ReviewFlagged || len(floor) != 4 || !strings.Contains(floor[0].Message, "benchmark 0 (n: 100; seed: 3): mean") {
+	if v.Review != api.ReviewFlagged || len(floor) != 4 || !strings.Contains(floor[0].Message, "benchmark 0 (n: 100; seed: 3): mean") {
 		t.Errorf("review %q, findings %+v; want flagged with four PHYSICS_FLOOR findings naming the public case", v.Review, v.Findings)
 	}
 	if r, err := td.admin.Ranking(ctx, "floored", "cpu"); err != nil || len(r.Rankings) != 1 || len(r.Rankings[0].Rows) != 0 {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"kernelbox/appliance/api"
+
 	"github.com/urfave/cli/v2"
 
 	"kernelbox/gpu"
@@ -51,7 +53,7 @@ func runDoctor(c *cli.Context) error {
 		}
 	}
 	if failed > 0 {
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("doctor: %d of %d checks failed", failed, len(checks))}
+		return &ExitError{Code: api.ExitFailed, Err: fmt.Errorf("doctor: %d of %d checks failed", failed, len(checks))}
 	}
 	fmt.Fprintln(w, "all checks passed")
 	return nil

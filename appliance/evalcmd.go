@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"kernelbox/appliance/api"
+
 	"github.com/urfave/cli/v2"
 
 	"kernelbox/gpu"
@@ -77,7 +79,7 @@ func runEval(c *cli.Context) error {
 	subPath := c.Args().First()
 	sub, err := readSubmission(subPath)
 	if err != nil {
-		return &ExitError{Code: ExitUsage, Err: err}
+		return &ExitError{Code: api.ExitUsage, Err: err}
 	}
 
 	scratch, err := os.MkdirTemp("", "kernelbox-eval-")
@@ -90,11 +92,11 @@ func runEval(c *cli.Context) error {
 	}
 	dir, err := problems.ResolveProblem(c.String("problem"), scratch)
 	if err != nil {
-		return &ExitError{Code: ExitUsage, Err: err}
+		return &ExitError{Code: api.ExitUsage, Err: err}
 	}
 	task, err := problems.LoadTask(dir)
 	if err != nil {
-		return &ExitError{Code: ExitUsage, Err: err}
+		return &ExitError{Code: api.ExitUsage, Err: err}
 	}
 	if want := task.SubmissionFile(); filepath.Ext(want) != filepath.Ext(subPath) {
 		return usageError("eval: %s takes a %s file (it becomes %s), got %s", task.Name, filepath.Ext(want), want, subPath)
@@ -156,7 +158,7 @@ func runEval(c *cli.Context) error {
 		Mode: mode, Python: it.Path, Device: it.Device, Seed: seed, Env: env, WorkDir: work, Submission: sub, Profiler: profiler,
 	})
 	if err != nil {
-		return &ExitError{Code: ExitUsage, Err: err}
+		return &ExitError{Code: api.ExitUsage, Err: err}
 	}
 	if out := c.String("profile"); out != "" {
 		if rep.Profile == nil || rep.Profile.File == "" {
@@ -191,7 +193,7 @@ func runEval(c *cli.Context) error {
 		}
 	}
 	if !rep.Passed {
-		return &ExitError{Code: ExitFailed}
+		return &ExitError{Code: api.ExitFailed}
 	}
 	return nil
 }

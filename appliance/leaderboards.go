@@ -8,38 +8,18 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"kernelbox/appliance/api"
 )
 
-// Visibility says who may submit to a leaderboard.
-type Visibility string
-
-// The visibilities.
-const (
-	VisibilityOpen   Visibility = "open"   // every contestant
-	VisibilityClosed Visibility = "closed" // members only (an invite scoped to it, or staff)
-)
-
-// Rate-limit categories: test mode, and the timed modes.
-const (
-	CategoryTest   = "test"
-	CategoryRanked = "ranked"
-)
-
-// Leaderboard is one problem offered for ranking.
+// Leaderboard is one problem offered for ranking: the API's view plus
+// what stays on the server (its key, its problem's directory, the seed of
+// its secret runs).
 type Leaderboard struct {
-	ID          int64          `json:"-"`
-	Name        string         `json:"name"`
-	Description string         `json:"description"`
-	Lang        string         `json:"lang"`
-	RankingBy   string         `json:"ranking_by"`
-	Deadline    time.Time      `json:"deadline,omitzero"`
-	Visibility  Visibility     `json:"visibility"`
-	GPUs        []string       `json:"gpus"`
-	RateLimits  map[string]int `json:"rate_limits"` // category -> submissions per user per hour
-	ProblemDir  string         `json:"-"`
-	SecretSeed  int64          `json:"-"`
-	Created     time.Time      `json:"created"`
-	Updated     time.Time      `json:"updated"`
+	api.Leaderboard
+	ID         int64
+	ProblemDir string
+	SecretSeed int64
 }
 
 // Ended reports whether the deadline has passed at now.
@@ -77,7 +57,7 @@ func (s *Store) PutLeaderboard(ctx context.Context, spec LeaderboardSpec) (creat
 		return false, err
 	}
 	if len(spec.GPUs) == 0 {
-		return false, Errorf(CodeInvalid, "leaderboard %s: no GPU types", spec.Name)
+		return false, api.Errorf(api.CodeInvalid, "leaderboard %s: no GPU types", spec.Name)
 	}
 	var seedBytes [8]byte
 	if _, err := rand.Read(seedBytes[:]); err != nil {
@@ -110,7 +90,7 @@ func (s *Store) PutLeaderboard(ctx context.Context, spec LeaderboardSpec) (creat
 				return err
 			}
 		}
-		return appendEvent(ctx, tx, s.now(), "leaderboard.put", 0, 0, map[string]any{"name": spec.Name, "created": created, "gpus": spec.GPUs})
+		return appendEvent(ctx, tx, s.now(), 0, 0, api.LeaderboardPut{Name: spec.Name, Created: created, GPUs: spec.GPUs})
 	})
 	return created, err
 }
@@ -133,7 +113,7 @@ func scanLeaderboard(row interface{ Scan(...any) error }) (*Leaderboard, error) 
 func leaderboardByName(ctx context.Context, q queryer, name string) (*Leaderboard, error) {
 	l, err := scanLeaderboard(q.QueryRowContext(ctx, `SELECT `+leaderboardColumns+` FROM leaderboards WHERE name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, Errorf(CodeNotFound, "no leaderboard %s (`kernelbox leaderboards` lists them)", name)
+		return nil, api.Errorf(api.CodeNotFound, "no leaderboard %s (`kernelbox leaderboards` lists them)", name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get leaderboard %s: %w", name, err)
@@ -205,23 +185,14 @@ func (s *Store) Leaderboards(ctx context.Context) ([]*Leaderboard, error) {
 	return out, nil
 }
 
-// LeaderboardChange is an organiser's edit; nil fields stay as they are.
-type LeaderboardChange struct {
-	Visibility *Visibility `json:"visibility,omitempty"`
-	// Deadline replaces the deadline; the zero time removes it.
-	Deadline *time.Time `json:"deadline,omitempty"`
-	// RateLimits sets limits per category; a negative value removes one.
-	RateLimits map[string]int `json:"rate_limits,omitempty"`
-}
-
 // ChangeLeaderboard applies an organiser's edit.
-func (s *Store) ChangeLeaderboard(ctx context.Context, name string, ch LeaderboardChange) (*Leaderboard, error) {
-	if ch.Visibility != nil && *ch.Visibility != VisibilityOpen && *ch.Visibility != VisibilityClosed {
-		return nil, Errorf(CodeInvalid, "visibility %q: want open or closed", *ch.Visibility)
+func (s *Store) ChangeLeaderboard(ctx context.Context, name string, ch api.LeaderboardChange) (*Leaderboard, error) {
+	if ch.Visibility != nil && *ch.Visibility != api.VisibilityOpen && *ch.Visibility != api.VisibilityClosed {
+		return nil, api.Errorf(api.CodeInvalid, "visibility %q: want open or closed", *ch.Visibility)
 	}
 	for c := range ch.RateLimits {
-		if c != CategoryTest && c != CategoryRanked {
-			return nil, Errorf(CodeInvalid, "rate limit category %q: want test or ranked", c)
+		if c != api.CategoryTest && c != api.CategoryRanked {
+			return nil, api.Errorf(api.CodeInvalid, "rate limit category %q: want test or ranked", c)
 		}
 	}
 	err := s.update(ctx, "change leaderboard "+name, func(tx *txn) error {
@@ -253,7 +224,7 @@ func (s *Store) ChangeLeaderboard(ctx context.Context, name string, ch Leaderboa
 		if _, err := tx.ExecContext(ctx, `UPDATE leaderboards SET updated_ms = ? WHERE id = ?`, ms(s.now()), l.ID); err != nil {
 			return err
 		}
-		return appendEvent(ctx, tx, s.now(), "leaderboard.changed", 0, 0, map[string]any{"name": name, "change": ch})
+		return appendEvent(ctx, tx, s.now(), 0, 0, api.LeaderboardChanged{Name: name, Change: ch})
 	})
 	if err != nil {
 		return nil, err
@@ -271,21 +242,12 @@ func (s *Store) IsMember(ctx context.Context, lbID, userID int64) (bool, error) 
 	return n > 0, nil
 }
 
-// RankRow is one line of a ranking.
-type RankRow struct {
-	Rank       int       `json:"rank"`
-	User       string    `json:"user"`
-	Score      float64   `json:"score"` // seconds, lower is better
-	Submission int64     `json:"submission"`
-	At         time.Time `json:"at"`
-}
-
-// Ranking returns the per-user best of a leaderboard on one GPU type. Only
+// api.Ranking returns the per-user best of a leaderboard on one GPU type. Only
 // passed leaderboard-mode submissions whose secret twin also passed have a
 // score; hacked ones, flagged ones awaiting review and banned users are
 // left out. Equal scores share a
 // rank, and the earlier submission is a user's best among equal ones.
-func (s *Store) Ranking(ctx context.Context, lbID int64, gpuType string) ([]RankRow, error) {
+func (s *Store) Ranking(ctx context.Context, lbID int64, gpuType string) ([]api.RankRow, error) {
 	rows, err := s.db.QueryContext(ctx, `WITH best AS (
 			SELECT s.id, s.user_id, s.score, s.created_ms,
 			       ROW_NUMBER() OVER (PARTITION BY s.user_id ORDER BY s.score, s.id) AS n
@@ -299,9 +261,9 @@ func (s *Store) Ranking(ctx context.Context, lbID int64, gpuType string) ([]Rank
 		return nil, fmt.Errorf("ranking: %w", err)
 	}
 	defer rows.Close()
-	out := []RankRow{}
+	out := []api.RankRow{}
 	for rows.Next() {
-		var r RankRow
+		var r api.RankRow
 		var at int64
 		if err := rows.Scan(&r.Rank, &r.User, &r.Score, &r.Submission, &at); err != nil {
 			return nil, fmt.Errorf("ranking: %w", err)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"kernelbox/appliance/api"
+
 	"kernelbox/gpu/gputest"
 	"kernelbox/internal/testutil"
 	"kernelbox/problems"
@@ -41,18 +43,18 @@ func TestDaemon_MultiGPU(t *testing.T) {
 		reason string
 	}
 	cases := []struct {
-		who   *Client
-		req   SubmitRequest
+		who   *api.Client
+		req   api.SubmitRequest
 		want  want
 		multi bool
 	}{
-		{alice, SubmitRequest{Leaderboard: "allreduce", Mode: "leaderboard", Code: read("allreduce/templates/torch.py")}, want{true, ""}, true},
-		{bob, SubmitRequest{Leaderboard: "quick", Mode: "test", Code: []byte("def custom_kernel(xs):\n    return [2 * x for x in xs]\n")}, want{true, ""}, false},
-		{bob, SubmitRequest{Leaderboard: "allgather_gemm", Mode: "test", Code: read("allgather_gemm/templates/torch.py")}, want{true, ""}, true},
-		{bob, SubmitRequest{Leaderboard: "quick", Mode: "benchmark", Code: []byte("def custom_kernel(xs):\n    return [2 * x for x in xs]\n")}, want{true, ""}, false},
-		{alice, SubmitRequest{Leaderboard: "moe_dispatch", Mode: "test", Code: read("moe_dispatch/templates/torch.py")}, want{true, ""}, true},
-		{bob, SubmitRequest{Leaderboard: "allreduce", Mode: "test", Code: read("allreduce/solutions/wrong/skips_own_share.py")}, want{false, "rank "}, true},
-		{alice, SubmitRequest{Leaderboard: "moe_dispatch", Mode: "test", Code: read("moe_dispatch/solutions/wrong/unordered_blocks.py")}, want{false, "rank "}, true},
+		{alice, api.SubmitRequest{Leaderboard: "allreduce", Mode: "leaderboard", Code: read("allreduce/templates/torch.py")}, want{true, ""}, true},
+		{bob, api.SubmitRequest{Leaderboard: "quick", Mode: "test", Code: []byte("def custom_kernel(xs):\n    return [2 * x for x in xs]\n")}, want{true, ""}, false},
+		{bob, api.SubmitRequest{Leaderboard: "allgather_gemm", Mode: "test", Code: read("allgather_gemm/templates/torch.py")}, want{true, ""}, true},
+		{bob, api.SubmitRequest{Leaderboard: "quick", Mode: "benchmark", Code: []byte("def custom_kernel(xs):\n    return [2 * x for x in xs]\n")}, want{true, ""}, false},
+		{alice, api.SubmitRequest{Leaderboard: "moe_dispatch", Mode: "test", Code: read("moe_dispatch/templates/torch.py")}, want{true, ""}, true},
+		{bob, api.SubmitRequest{Leaderboard: "allreduce", Mode: "test", Code: read("allreduce/solutions/wrong/skips_own_share.py")}, want{false, "rank "}, true},
+		{alice, api.SubmitRequest{Leaderboard: "moe_dispatch", Mode: "test", Code: read("moe_dispatch/solutions/wrong/unordered_blocks.py")}, want{false, "rank "}, true},
 	}
 	ids := make([]int64, len(cases))
 	for i, c := range cases {
@@ -87,10 +89,10 @@ func TestDaemon_MultiGPU(t *testing.T) {
 	if _, errOut, code := td.cli(td.token, "admin", "problems", "load", big); code != 0 {
 		t.Fatalf("load allreduce8: exit %d: %s", code, errOut)
 	}
-	_, err := alice.Submit(ctx, SubmitRequest{Leaderboard: "allreduce8", Mode: "benchmark", Code: read("allreduce/templates/torch.py")})
-	var ae *Error
-	if !errors.As(err, &ae) || ae.Code != CodeUnavailable || !strings.Contains(ae.Message, "needs 8 cpu at once") {
-		t.Errorf("submit to allreduce8 = %v; want %s: needs 8 cpu at once", err, CodeUnavailable)
+	_, err := alice.Submit(ctx, api.SubmitRequest{Leaderboard: "allreduce8", Mode: "benchmark", Code: read("allreduce/templates/torch.py")})
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Code != api.CodeUnavailable || !strings.Contains(ae.Message, "needs 8 cpu at once") {
+		t.Errorf("submit to allreduce8 = %v; want %s: needs 8 cpu at once", err, api.CodeUnavailable)
 	}
 }
 
@@ -155,7 +157,7 @@ func TestDaemon_FakeGPUGang(t *testing.T) {
 print("VISIBLE", os.environ.get("CUDA_VISIBLE_DEVICES"), "NCCL_NVLS_ENABLE", os.environ.get("NCCL_NVLS_ENABLE"))
 print("DEV", " ".join(sorted(n for n in os.listdir("/dev") if n.startswith("nvidia"))))
 `), tmpl...)
-	sub, err := td.admin.Submit(ctx, SubmitRequest{Leaderboard: "allreduce2", GPU: "H200", Mode: "test", Code: probe})
+	sub, err := td.admin.Submit(ctx, api.SubmitRequest{Leaderboard: "allreduce2", GPU: "H200", Mode: "test", Code: probe})
 	if err != nil {
 		t.Fatal(err)
 	}

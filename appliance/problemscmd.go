@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"kernelbox/appliance/api"
+
 	"github.com/urfave/cli/v2"
 
 	"kernelbox/problems"
@@ -123,7 +125,7 @@ func problemsCommand() *cli.Command {
 						return usageError("problems export: give one DIR")
 					}
 					if err := problems.ExportLibrary(c.Args().First()); err != nil {
-						return &ExitError{Code: ExitUsage, Err: err}
+						return &ExitError{Code: api.ExitUsage, Err: err}
 					}
 					fmt.Fprintf(c.App.Writer, "wrote %d problems to %s\n", len(problems.LibraryNames()), c.Args().First())
 					return nil
@@ -177,7 +179,7 @@ func runCheck(c *cli.Context) error {
 	tasks, err := loadTargets(c.Args().Slice(), scratch)
 	w := c.App.Writer
 	if err != nil {
-		return &ExitError{Code: ExitUsage, Err: err}
+		return &ExitError{Code: api.ExitUsage, Err: err}
 	}
 	it, err := findPython(c)
 	if err != nil {
@@ -202,7 +204,7 @@ func runCheck(c *cli.Context) error {
 			Python: it, Env: os.Environ(), Scratch: scratch, RankCorrect: !c.Bool("no-rank"), Templates: c.Bool("templates"),
 		})
 		if err != nil {
-			return &ExitError{Code: ExitUsage, Err: err}
+			return &ExitError{Code: api.ExitUsage, Err: err}
 		}
 		all[t.Name] = results
 		for _, r := range results {
@@ -237,7 +239,7 @@ func runCheck(c *cli.Context) error {
 		}
 	}
 	if failed {
-		return &ExitError{Code: ExitFailed, Err: errors.New("problems check: some fixtures did not behave as they should")}
+		return &ExitError{Code: api.ExitFailed, Err: errors.New("problems check: some fixtures did not behave as they should")}
 	}
 	return nil
 }

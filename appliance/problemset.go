@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"kernelbox/appliance/api"
+
 	"kernelbox/problems"
 )
 
@@ -26,31 +28,22 @@ const (
 	maxProblemSetBytes = 512 << 20
 )
 
-// LoadedProblem is one leaderboard a problem load created or replaced.
-type LoadedProblem struct {
-	Leaderboard string    `json:"leaderboard"`
-	Created     bool      `json:"created"`
-	GPUs        []string  `json:"gpus"`
-	Deadline    time.Time `json:"deadline,omitzero"`
-	Warnings    []string  `json:"warnings,omitempty"`
-}
-
 // loadProblemSet puts a problem set that lies under root on the leaderboards:
 // file names a competition file inside root (KernelBot's format), or is
 // empty when root itself is one problem (a task.yml), which becomes the
 // leaderboard name. Nothing is changed unless every problem loads.
-func (s *Service) loadProblemSet(ctx context.Context, root, file, name string) ([]LoadedProblem, error) {
+func (s *Service) loadProblemSet(ctx context.Context, root, file, name string) ([]api.LoadedProblem, error) {
 	var entries []problems.CompetitionProblem
 	if file != "" {
 		comp, err := problems.LoadCompetition(filepath.Join(root, filepath.FromSlash(file)))
 		if err != nil {
-			return nil, Errorf(CodeInvalid, "%v", err)
+			return nil, api.Errorf(api.CodeInvalid, "%v", err)
 		}
 		entries = comp.Problems
 	} else {
 		t, err := problems.LoadTask(root)
 		if err != nil {
-			return nil, Errorf(CodeInvalid, "%v", err)
+			return nil, api.Errorf(api.CodeInvalid, "%v", err)
 		}
 		if name == "" {
 			name = t.Name
@@ -62,7 +55,7 @@ func (s *Service) loadProblemSet(ctx context.Context, root, file, name string) (
 			return nil, err
 		}
 	}
-	var out []LoadedProblem
+	var out []api.LoadedProblem
 	for _, p := range entries {
 		gpus := p.GPUs
 		if len(gpus) == 0 {
@@ -79,7 +72,7 @@ func (s *Service) loadProblemSet(ctx context.Context, root, file, name string) (
 		if err != nil {
 			return out, err
 		}
-		out = append(out, LoadedProblem{Leaderboard: p.Name, Created: created, GPUs: gpus, Deadline: p.Deadline, Warnings: p.Task.Warnings})
+		out = append(out, api.LoadedProblem{Leaderboard: p.Name, Created: created, GPUs: gpus, Deadline: p.Deadline, Warnings: p.Task.Warnings})
 	}
 	s.mu.Lock()
 	s.tasks = map[string]*problems.Task{} // a reload replaces the cached tasks
@@ -96,14 +89,14 @@ func insideRoot(root string, t *problems.Task) error {
 		return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 	}
 	if !within(t.Dir) {
-		return Errorf(CodeInvalid, "problem %s: its directory is outside the problem set", t.Name)
+		return api.Errorf(api.CodeInvalid, "problem %s: its directory is outside the problem set", t.Name)
 	}
 	for _, f := range t.Files {
 		if f.Source == problems.SubmissionPlaceholder {
 			continue
 		}
 		if !within(filepath.Join(t.Dir, filepath.FromSlash(f.Source))) {
-			return Errorf(CodeInvalid, "problem %s: file %s comes from outside the problem set (%s)", t.Name, f.Name, f.Source)
+			return api.Errorf(api.CodeInvalid, "problem %s: file %s comes from outside the problem set (%s)", t.Name, f.Name, f.Source)
 		}
 	}
 	return nil
@@ -111,7 +104,7 @@ func insideRoot(root string, t *problems.Task) error {
 
 // loadLibrary exports the bundled problems under the data directory and
 // loads their competition.
-func (s *Service) loadLibrary(ctx context.Context, dir string) ([]LoadedProblem, error) {
+func (s *Service) loadLibrary(ctx context.Context, dir string) ([]api.LoadedProblem, error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, fmt.Errorf("load library: %w", err)
 	}
@@ -142,10 +135,10 @@ func unpackProblemSet(r io.Reader, parent string) (string, error) {
 		var mbe *http.MaxBytesError
 		for _, a := range args {
 			if e, ok := a.(error); ok && errors.As(e, &mbe) {
-				return fail(Errorf(CodeTooLarge, "the problem set is over the %d-byte upload limit", mbe.Limit))
+				return fail(api.Errorf(api.CodeTooLarge, "the problem set is over the %d-byte upload limit", mbe.Limit))
 			}
 		}
-		return fail(Errorf(CodeInvalid, format, args...))
+		return fail(api.Errorf(api.CodeInvalid, format, args...))
 	}
 	zr, err := gzip.NewReader(r)
 	if err != nil {
@@ -167,7 +160,7 @@ func unpackProblemSet(r io.Reader, parent string) (string, error) {
 			continue
 		}
 		if path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") || strings.Contains(name, "\\") {
-			return fail(Errorf(CodeInvalid, "the problem set has a path outside itself: %q", h.Name))
+			return fail(api.Errorf(api.CodeInvalid, "the problem set has a path outside itself: %q", h.Name))
 		}
 		dst := filepath.Join(dir, filepath.FromSlash(name))
 		switch h.Typeflag {
@@ -179,14 +172,14 @@ func unpackProblemSet(r io.Reader, parent string) (string, error) {
 			files++
 			total += h.Size
 			if files > maxProblemSetFiles || total > maxProblemSetBytes {
-				return fail(Errorf(CodeTooLarge, "the problem set unpacks to more than %d files or %d MiB", maxProblemSetFiles, maxProblemSetBytes>>20))
+				return fail(api.Errorf(api.CodeTooLarge, "the problem set unpacks to more than %d files or %d MiB", maxProblemSetFiles, maxProblemSetBytes>>20))
 			}
 			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 				return fail(fmt.Errorf("unpack problem set: %w", err))
 			}
 			f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 			if err != nil {
-				return fail(Errorf(CodeInvalid, "the problem set has %q twice or in a bad place: %v", h.Name, err))
+				return fail(api.Errorf(api.CodeInvalid, "the problem set has %q twice or in a bad place: %v", h.Name, err))
 			}
 			_, err = io.CopyN(f, tr, h.Size)
 			if cerr := f.Close(); err == nil {
@@ -196,7 +189,7 @@ func unpackProblemSet(r io.Reader, parent string) (string, error) {
 				return damaged("the problem set archive is damaged at %q: %v", h.Name, err)
 			}
 		default:
-			return fail(Errorf(CodeInvalid, "the problem set has %q, which is not a file or a directory (links are not taken)", h.Name))
+			return fail(api.Errorf(api.CodeInvalid, "the problem set has %q, which is not a file or a directory (links are not taken)", h.Name))
 		}
 	}
 	return dir, nil

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"kernelbox/appliance/api"
+
 	"kernelbox/gpu"
 	"kernelbox/problems"
 	"kernelbox/sandbox"
@@ -119,7 +121,7 @@ func (a *API) profile(w http.ResponseWriter, r *http.Request) error {
 	var want int64
 	if q := r.URL.Query().Get("run"); q != "" {
 		if want, err = strconv.ParseInt(q, 10, 64); err != nil || want <= 0 {
-			return Errorf(CodeInvalid, "run %q is not a positive number", q)
+			return api.Errorf(api.CodeInvalid, "run %q is not a positive number", q)
 		}
 	}
 	var name string
@@ -130,11 +132,11 @@ func (a *API) profile(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if name == "" {
-		return Errorf(CodeNotFound, "submission %d has no Nsight Compute report (profile mode on an NVIDIA GPU makes one)", id)
+		return api.Errorf(api.CodeNotFound, "submission %d has no Nsight Compute report (profile mode on an NVIDIA GPU makes one)", id)
 	}
 	f, err := os.Open(filepath.Join(profilesDir(a.svc.cfg.DataDir), filepath.Base(name)))
 	if errors.Is(err, os.ErrNotExist) {
-		return Errorf(CodeNotFound, "the report of submission %d is gone from the box", id)
+		return api.Errorf(api.CodeNotFound, "the report of submission %d is gone from the box", id)
 	}
 	if err != nil {
 		return err

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"kernelbox/appliance/api"
+
 	"kernelbox/internal/testutil"
 	"kernelbox/problems"
 	"kernelbox/queue"
@@ -124,7 +126,7 @@ func TestDaemon_KillAndRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin, err := NewClient(p.server, strings.TrimSpace(string(token)))
+	admin, err := api.NewClient(p.server, strings.TrimSpace(string(token)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +152,7 @@ func TestDaemon_KillAndRestart(t *testing.T) {
 		if i%2 == 0 {
 			code, mode = slow, "test"
 		}
-		sub, err := admin.Submit(ctx, SubmitRequest{Code: code, Mode: mode})
+		sub, err := admin.Submit(ctx, api.SubmitRequest{Code: code, Mode: mode})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +163,7 @@ func TestDaemon_KillAndRestart(t *testing.T) {
 	p.kill()
 
 	p2 := startDaemonProcess(t, dir, parent)
-	admin2, err := NewClient(p2.server, strings.TrimSpace(string(token)))
+	admin2, err := api.NewClient(p2.server, strings.TrimSpace(string(token)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,11 +178,11 @@ func TestDaemon_KillAndRestart(t *testing.T) {
 			<-p2.done
 			t.Fatalf("Wait(%d) after the restart: %v (the daemon's goroutines are in the log above)", id, err)
 		}
-		if v.Status != StatusDone || !v.Passed {
+		if v.Status != api.StatusDone || !v.Passed {
 			t.Errorf("submission %d after the restart: status %s, passed %v, reason %q; want done and passed", id, v.Status, v.Passed, v.Reason)
 		}
 		for _, r := range v.Runs {
-			if r.Status != StatusDone {
+			if r.Status != api.StatusDone {
 				t.Errorf("submission %d run %d: %s, want done", id, r.ID, r.Status)
 			}
 		}
@@ -261,7 +263,7 @@ func TestDaemon_ManyUsers(t *testing.T) {
 	}
 	const users, each = 20, 10
 	ctx := t.Context()
-	clients := make([]*Client, users)
+	clients := make([]*api.Client, users)
 	for i := range clients {
 		clients[i], _ = td.user(fmt.Sprintf("user%02d", i))
 	}
@@ -274,7 +276,7 @@ func TestDaemon_ManyUsers(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range each {
-				sub, err := c.Submit(ctx, SubmitRequest{Code: code, Mode: "test"})
+				sub, err := c.Submit(ctx, api.SubmitRequest{Code: code, Mode: "test"})
 				if err != nil {
 					t.Errorf("user%02d: Submit: %v", i, err)
 					return
@@ -306,7 +308,7 @@ func TestDaemon_ManyUsers(t *testing.T) {
 				t.Errorf("Wait(%d): %v", id, err)
 				return
 			}
-			if v.Status != StatusDone || !v.Passed || len(v.Runs) != 1 {
+			if v.Status != api.StatusDone || !v.Passed || len(v.Runs) != 1 {
 				t.Errorf("submission %d: %s, passed %v, %d runs; want done, passed, 1 run", id, v.Status, v.Passed, len(v.Runs))
 				return
 			}
@@ -351,7 +353,7 @@ func TestDaemon_GracefulStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub, err := td.admin.Submit(ctx, SubmitRequest{Code: slow, Mode: "test"})
+	sub, err := td.admin.Submit(ctx, api.SubmitRequest{Code: slow, Mode: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +398,7 @@ func TestDaemon_GracefulStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Status != StatusDone || !v.Passed {
+	if v.Status != api.StatusDone || !v.Passed {
 		t.Errorf("after the restart: %s, passed %v (%s); want done and passed", v.Status, v.Passed, v.Reason)
 	}
 }
@@ -431,8 +433,8 @@ func TestDaemon_InfrastructureRetries(t *testing.T) {
 		wantState string
 		wantExit  int
 	}{
-		{"recovers", 1, StatusDone, ExitOK},
-		{"gives up", 100, StatusFailed, ExitServer},
+		{"recovers", 1, api.StatusDone, api.ExitOK},
+		{"gives up", 100, api.StatusFailed, api.ExitServer},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -455,7 +457,7 @@ func TestDaemon_InfrastructureRetries(t *testing.T) {
 			if v.Runs[0].Attempts != wantAttempts {
 				t.Errorf("run attempts = %d, want %d", v.Runs[0].Attempts, wantAttempts)
 			}
-			if tc.wantState == StatusFailed && !strings.Contains(v.Reason, "could not run it (3 attempts)") {
+			if tc.wantState == api.StatusFailed && !strings.Contains(v.Reason, "could not run it (3 attempts)") {
 				t.Errorf("reason = %q, want the box's failure after 3 attempts", v.Reason)
 			}
 		})

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"kernelbox/appliance/api"
+
 	"golang.org/x/sys/unix"
 
 	"kernelbox/gpu"
@@ -337,21 +339,13 @@ func (r *runner) Start(ctx context.Context) error {
 	return nil
 }
 
-// SlotState is a slot as `kernelbox gpus` shows it.
-type SlotState struct {
-	Slot
-	State   string `json:"state"`             // idle, running or drained
-	Job     int64  `json:"job,omitempty"`     // the queue job it runs
-	Drained string `json:"drained,omitempty"` // why it takes no jobs
-	// Now is the GPU's reading at the time of asking.
-	Now *gpu.Telemetry `json:"telemetry,omitempty"`
-}
-
-// states reports each slot and what it is doing.
-func (r *runner) states() []SlotState {
-	out := []SlotState{}
+// states reports each slot and what it is doing, as `kernelbox gpus`
+// shows it.
+func (r *runner) states() []api.SlotState {
+	out := []api.SlotState{}
 	for _, s := range r.slots {
-		st := SlotState{Slot: s, State: "idle"}
+		st := api.SlotState{ID: s.ID, GPUType: s.GPUType, Device: s.Device, Cpuset: s.Cpuset, Clocks: s.Clocks,
+			GPU: wireGPU(s.GPU), State: "idle"}
 		if why, ok := r.drained.Load(s.ID); ok {
 			st.State, st.Drained = "drained", why.(string)
 		}
@@ -360,12 +354,23 @@ func (r *runner) states() []SlotState {
 		}
 		if r.measured(s) {
 			if t, err := r.monitor.Read(s.GPU.UUID); err == nil {
-				st.Now = &t
+				st.Now = &api.Telemetry{At: t.At, TempC: t.TempC, SMClockMHz: t.SMClockMHz, PowerMW: t.PowerMW,
+					Reasons: t.Reasons, MemUsed: t.MemUsed, Processes: t.Processes}
 			}
 		}
 		out = append(out, st)
 	}
 	return out
+}
+
+// wireGPU is what the API shows of a GPU: not its device nodes or /proc
+// directory, which are the sandbox's business.
+func wireGPU(g *gpu.GPU) *api.GPU {
+	if g == nil {
+		return nil
+	}
+	return &api.GPU{Index: g.Index, UUID: g.UUID, Name: g.Name, Type: g.Type, Vendor: string(g.Vendor), Memory: g.Memory,
+		PCI: g.PCI, NUMANode: g.NUMANode, CPUs: g.CPUs, Parent: g.Parent, Links: g.Links}
 }
 
 // measured says whether the slot's runs are gated, sampled and checked.
@@ -428,7 +433,7 @@ func (r *runner) hasSlot(id string) error {
 			return nil
 		}
 	}
-	return Errorf(CodeNotFound, "no slot %s (`kernelbox gpus` lists them)", id)
+	return api.Errorf(api.CodeNotFound, "no slot %s (`kernelbox gpus` lists them)", id)
 }
 
 // Stop stops claiming, lets running jobs finish for up to grace, then
@@ -684,7 +689,7 @@ func (r *runner) handle(log *slog.Logger, g gang, l *queue.Lease) {
 			throttled.Reasons&r.measure.throttleMask(), throttled.SMClockMin, throttled.SMClockMax))
 		return
 	}
-	res := RunResult{Status: StatusDone, Passed: rep.Passed, Reason: rep.Reason, Profile: profile}
+	res := RunResult{Status: api.StatusDone, Passed: rep.Passed, Reason: rep.Reason, Profile: profile}
 	for _, f := range rep.Flags {
 		res.Findings = append(res.Findings, policies.Finding{Rule: f.Rule, Verdict: policies.ScanFlag, Message: f.Message})
 	}
@@ -733,7 +738,7 @@ func (r *runner) retry(log *slog.Logger, l *queue.Lease, p jobPayload, cause err
 		return
 	}
 	if again {
-		_ = r.svc.store.AppendEvent(ctx, "run.retried", p.Submission, map[string]any{"run": p.Run, "attempt": l.Attempts})
+		_ = r.svc.store.AppendEvent(ctx, p.Submission, api.RunRetried{Run: p.Run, Attempt: l.Attempts})
 		return
 	}
 	res := RunResult{Status: runError, Reason: fmt.Sprintf("the box could not run it (%d attempts): %v", l.Attempts, cause)}
@@ -781,13 +786,13 @@ func (r *runner) evaluate(ctx context.Context, g gang, rc *RunContext) (*problem
 			if rc.Run.Secret {
 				return // its cases carry the secret seed
 			}
-			ev := map[string]any{"run": rc.Run.ID, "phase": phase, "index": tr.Index, "spec": tr.Spec, "status": tr.Status}
-			if err := r.svc.store.AppendEvent(ctx, "run.test", subID, ev); err != nil {
+			ev := api.RunTest{Run: rc.Run.ID, Phase: phase, Index: tr.Index, Spec: tr.Spec, Status: tr.Status}
+			if err := r.svc.store.AppendEvent(ctx, subID, ev); err != nil {
 				r.log.Warn("log test", logRun, rc.Run.ID, "err", err)
 			}
 		},
 		OnPhase: func(ph problems.Phase) {
-			ev := phaseEvent{Run: rc.Run.ID, Secret: rc.Run.Secret, Phase: ph.Name, Passed: ph.Passed, Wall: ph.Wall}
+			ev := api.RunPhase{Run: rc.Run.ID, Secret: rc.Run.Secret, Phase: ph.Name, Passed: ph.Passed, Wall: ph.Wall}
 			switch {
 			case rc.Run.Secret && !ph.Passed:
 				// A secret run's reason names the failing case and its seed.
@@ -798,7 +803,7 @@ func (r *runner) evaluate(ctx context.Context, g gang, rc *RunContext) (*problem
 					ev.Tests, ev.Benchmarks = ph.Result.Tests, ph.Result.Benchmarks
 				}
 			}
-			if err := r.svc.store.AppendEvent(ctx, "run.phase", subID, ev); err != nil {
+			if err := r.svc.store.AppendEvent(ctx, subID, ev); err != nil {
 				r.log.Warn("log phase", logRun, rc.Run.ID, "err", err)
 			}
 		},
@@ -809,17 +814,4 @@ func (r *runner) evaluate(ctx context.Context, g gang, rc *RunContext) (*problem
 	// The work directory goes when this returns: keep the report first.
 	name, err := r.keepProfile(rc.Run.ID, rep.Profile)
 	return rep, name, err
-}
-
-// phaseEvent is the progress a watcher sees as each phase ends. A secret
-// run's cases are not shown: they would reveal the secret seed's inputs.
-type phaseEvent struct {
-	Run        int64                      `json:"run"`
-	Secret     bool                       `json:"secret"`
-	Phase      string                     `json:"phase"`
-	Passed     bool                       `json:"passed"`
-	Reason     string                     `json:"reason,omitempty"`
-	Wall       time.Duration              `json:"wall_ns"`
-	Tests      []problems.TestResult      `json:"tests,omitempty"`
-	Benchmarks []problems.BenchmarkResult `json:"benchmarks,omitempty"`
 }

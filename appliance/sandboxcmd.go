@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"kernelbox/appliance/api"
+
 	"github.com/urfave/cli/v2"
 
 	"kernelbox/policies"
@@ -250,7 +252,7 @@ func runSandbox(c *cli.Context) error {
 	}
 	writeSandboxResult(c.App.Writer, res, c.Bool("json"))
 	if res.Verdict != sandbox.VerdictOK {
-		return &ExitError{Code: ExitFailed}
+		return &ExitError{Code: api.ExitFailed}
 	}
 	return nil
 }

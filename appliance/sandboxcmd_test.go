@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"kernelbox/appliance/api"
+
 	"kernelbox/internal/testutil"
 	"kernelbox/policies"
 	"kernelbox/problems"
@@ -35,8 +37,8 @@ func TestSandboxRun_CLI(t *testing.T) {
 	t.Parallel()
 	requireSandbox(t)
 	stdout, stderr, code := runCLI(t, "sandbox", "run", "--json", "--timeout", "10s", "--memory", "256M", "--", "/bin/sh", "-c", "echo hi; exit 3")
-	if code != ExitFailed {
-		t.Fatalf("exit %d, want %d; stderr %s", code, ExitFailed, stderr)
+	if code != api.ExitFailed {
+		t.Fatalf("exit %d, want %d; stderr %s", code, api.ExitFailed, stderr)
 	}
 	var doc struct {
 		Verdict  string `json:"verdict"`
@@ -49,7 +51,7 @@ func TestSandboxRun_CLI(t *testing.T) {
 	if doc.Verdict != "nonzero_exit" || doc.ExitCode != 3 || doc.Stdout != "hi\n" {
 		t.Errorf("result = %+v", doc)
 	}
-	if _, stderr, code := runCLI(t, "sandbox", "run", "--memory", "lots", "--", "/bin/true"); code != ExitUsage || !strings.Contains(stderr, "--memory") {
+	if _, stderr, code := runCLI(t, "sandbox", "run", "--memory", "lots", "--", "/bin/true"); code != api.ExitUsage || !strings.Contains(stderr, "--memory") {
 		t.Errorf("bad --memory: exit %d, %q", code, stderr)
 	}
 }
@@ -152,7 +154,7 @@ func TestDoctor(t *testing.T) {
 	if healthy && (code != 0 || !strings.Contains(stdout, "✓ sandbox run")) {
 		t.Errorf("doctor on a healthy host: exit %d\n%s", code, stdout)
 	}
-	if !healthy && (code != ExitFailed || !strings.Contains(stdout, "fix:")) {
-		t.Errorf("doctor on a host that cannot sandbox: exit %d, want %d with fixes\n%s", code, ExitFailed, stdout)
+	if !healthy && (code != api.ExitFailed || !strings.Contains(stdout, "fix:")) {
+		t.Errorf("doctor on a host that cannot sandbox: exit %d, want %d with fixes\n%s", code, api.ExitFailed, stdout)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	"kernelbox/appliance/api"
+
 	"github.com/urfave/cli/v2"
 )
 
@@ -97,7 +99,7 @@ func runServe(c *cli.Context) error {
 	defer stop()
 	d := NewDaemon(cfg, log)
 	if err := d.Start(ctx); err != nil {
-		return &ExitError{Code: ExitServer, Err: fmt.Errorf("serve: %w", err)}
+		return &ExitError{Code: api.ExitServer, Err: fmt.Errorf("serve: %w", err)}
 	}
 	fmt.Fprintf(c.App.Writer, "kernelbox %s serving on %s (data %s)\n", version(), d.Addr(), cfg.DataDir)
 	<-ctx.Done()
@@ -106,7 +108,7 @@ func runServe(c *cli.Context) error {
 	shutCtx, cancel := context.WithTimeout(context.Background(), cfg.Grace+10*time.Second)
 	defer cancel()
 	if err := d.Stop(shutCtx); err != nil {
-		return &ExitError{Code: ExitServer, Err: fmt.Errorf("serve: %w", err)}
+		return &ExitError{Code: api.ExitServer, Err: fmt.Errorf("serve: %w", err)}
 	}
 	log.Info("stopped")
 	return nil

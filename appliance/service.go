@@ -15,6 +15,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"kernelbox/appliance/api"
+
 	"kernelbox/policies"
 	"kernelbox/problems"
 	"kernelbox/queue"
@@ -78,7 +80,7 @@ type Service struct {
 	unreconciled atomic.Bool
 
 	// gpus reports the inventory and the slots' states for GET /api/gpus.
-	gpus func() GPUsStatus
+	gpus func() api.GPUsStatus
 	// drain and undrain act on a slot; the daemon wires them to the runner.
 	drain   func(id, why string) error
 	undrain func(id string) error
@@ -128,70 +130,60 @@ func (s *Service) slotCount(gpuType string) int {
 	return s.slots[gpuType]
 }
 
-// SubmitRequest is one upload. Empty Leaderboard and GPU are read from the
-// file's #!POPCORN directives.
-type SubmitRequest struct {
-	Leaderboard string
-	GPU         string
-	Mode        string
-	FileName    string
-	Code        []byte
-}
-
 // Submit checks a submission against every rule, stores it and enqueues its
 // jobs. The order of checks is the order a contestant can fix them in.
-func (s *Service) Submit(ctx context.Context, u *User, req SubmitRequest) (*Submission, error) {
+func (s *Service) Submit(ctx context.Context, u *User, req api.SubmitRequest) (*Submission, error) {
 	if s.draining.Load() {
-		return nil, Errorf(CodeUnavailable, "the box is shutting down; submit again when it is back")
+		return nil, api.Errorf(api.CodeUnavailable, "the box is shutting down; submit again when it is back")
 	}
 	if len(s.health) > 0 {
-		return nil, Errorf(CodeUnavailable, "this box cannot evaluate submissions now: %s", strings.Join(s.health, "; "))
+		return nil, api.Errorf(api.CodeUnavailable, "this box cannot evaluate submissions now: %s", strings.Join(s.health, "; "))
 	}
 	if u.Banned {
-		return nil, Errorf(CodeForbidden, "user %s is banned from submitting", u.Name)
+		return nil, api.Errorf(api.CodeForbidden, "user %s is banned from submitting", u.Name)
 	}
 	if int64(len(req.Code)) > s.cfg.MaxUploadBytes {
-		return nil, Errorf(CodeTooLarge, "the file is %d bytes, more than the %d allowed", len(req.Code), s.cfg.MaxUploadBytes)
+		return nil, api.Errorf(api.CodeTooLarge, "the file is %d bytes, more than the %d allowed", len(req.Code), s.cfg.MaxUploadBytes)
 	}
 	if len(req.Code) == 0 {
-		return nil, Errorf(CodeInvalid, "the file is empty")
+		return nil, api.Errorf(api.CodeInvalid, "the file is empty")
 	}
 	if !utf8.Valid(req.Code) {
-		return nil, Errorf(CodeInvalid, "the file is not UTF-8 text")
+		return nil, api.Errorf(api.CodeInvalid, "the file is not UTF-8 text")
 	}
 	dir, err := problems.ParseDirectives(req.Code)
 	if err != nil {
-		return nil, Errorf(CodeInvalid, "%v", err)
+		return nil, api.Errorf(api.CodeInvalid, "%v", err)
 	}
 	lbName := req.Leaderboard
 	switch {
 	case lbName == "":
 		lbName = dir.Leaderboard
 	case dir.Leaderboard != "" && dir.Leaderboard != lbName:
-		return nil, Errorf(CodeInvalid, "the file's #!POPCORN leaderboard is %s but --leaderboard is %s", dir.Leaderboard, lbName)
+		return nil, api.Errorf(api.CodeInvalid, "the file's #!POPCORN leaderboard is %s but --leaderboard is %s", dir.Leaderboard, lbName)
 	}
 	if lbName == "" {
-		return nil, Errorf(CodeInvalid, "no leaderboard: pass --leaderboard or put `#!POPCORN leaderboard NAME` in the file")
+		return nil, api.Errorf(api.CodeInvalid, "no leaderboard: pass --leaderboard or put `#!POPCORN leaderboard NAME` in the file")
 	}
 	mode, err := problems.ParseMode(req.Mode)
 	if err != nil {
-		return nil, Errorf(CodeInvalid, "%v", err)
+		return nil, api.Errorf(api.CodeInvalid, "%v", err)
 	}
 	lb, err := s.store.Leaderboard(ctx, lbName)
 	if err != nil {
 		return nil, err
 	}
-	if lb.Visibility == VisibilityClosed && !u.Role.staff() {
+	if lb.Visibility == api.VisibilityClosed && !u.Role.Staff() {
 		ok, err := s.store.IsMember(ctx, lb.ID, u.ID)
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
-			return nil, Errorf(CodeForbidden, "leaderboard %s is closed: it takes submissions from invited users only (`kernelbox join CODE`)", lb.Name)
+			return nil, api.Errorf(api.CodeForbidden, "leaderboard %s is closed: it takes submissions from invited users only (`kernelbox join CODE`)", lb.Name)
 		}
 	}
-	if lb.Ended(s.now()) && !u.Role.staff() {
-		return nil, Errorf(CodeForbidden, "leaderboard %s closed at its deadline, %s", lb.Name, lb.Deadline.Format(time.RFC3339))
+	if lb.Ended(s.now()) && !u.Role.Staff() {
+		return nil, api.Errorf(api.CodeForbidden, "leaderboard %s closed at its deadline, %s", lb.Name, lb.Deadline.Format(time.RFC3339))
 	}
 	gpu, err := s.pickGPU(lb, req.GPU, dir.GPUs)
 	if err != nil {
@@ -203,7 +195,7 @@ func (s *Service) Submit(ctx context.Context, u *User, req SubmitRequest) (*Subm
 	}
 	gpus := gangSize(t, gpu)
 	if have := s.slotCount(gpu); gpus > have {
-		return nil, Errorf(CodeUnavailable, "leaderboard %s is a multi-GPU problem that needs %d %s at once (its largest world_size), and this box has %d",
+		return nil, api.Errorf(api.CodeUnavailable, "leaderboard %s is a multi-GPU problem that needs %d %s at once (its largest world_size), and this box has %d",
 			lb.Name, gpus, gpu, have)
 	}
 	want := t.SubmissionFile()
@@ -211,11 +203,11 @@ func (s *Service) Submit(ctx context.Context, u *User, req SubmitRequest) (*Subm
 		req.FileName = "submission" + filepath.Ext(want)
 	}
 	if filepath.Ext(req.FileName) != filepath.Ext(want) {
-		return nil, Errorf(CodeInvalid, "leaderboard %s takes a %s file, got %s", lb.Name, filepath.Ext(want), req.FileName)
+		return nil, api.Errorf(api.CodeInvalid, "leaderboard %s takes a %s file, got %s", lb.Name, filepath.Ext(want), req.FileName)
 	}
-	category := CategoryRanked
+	category := api.CategoryRanked
 	if mode == problems.ModeTest {
-		category = CategoryTest
+		category = api.CategoryTest
 	}
 	if err := s.checkRate(ctx, lb, u, category); err != nil {
 		return nil, err
@@ -229,7 +221,7 @@ func (s *Service) Submit(ctx context.Context, u *User, req SubmitRequest) (*Subm
 		return nil, err
 	}
 	if load.Queued+runs > s.cfg.MaxQueuedPerUser {
-		return nil, Errorf(CodeExhausted, "you have %d jobs waiting, and the cap is %d: wait for some to finish", load.Queued, s.cfg.MaxQueuedPerUser)
+		return nil, api.Errorf(api.CodeExhausted, "you have %d jobs waiting, and the cap is %d: wait for some to finish", load.Queued, s.cfg.MaxQueuedPerUser)
 	}
 	// The scanner reads timed submissions; test mode ranks nothing.
 	var findings []policies.Finding
@@ -243,7 +235,7 @@ func (s *Service) Submit(ctx context.Context, u *User, req SubmitRequest) (*Subm
 				}
 			}
 			s.log.Info("submission refused by the scanner", logUser, u.Name, "leaderboard", lb.Name, "rules", len(why))
-			return nil, Errorf(CodeForbidden, "the scanner refuses this submission: %s", strings.Join(why, "; "))
+			return nil, api.Errorf(api.CodeForbidden, "the scanner refuses this submission: %s", strings.Join(why, "; "))
 		}
 	}
 	sub, err := s.store.CreateSubmission(ctx, NewSubmission{Leaderboard: lb, User: u, FileName: filepath.Base(req.FileName),
@@ -285,22 +277,22 @@ func (s *Service) pickGPU(lb *Leaderboard, flag string, directive []string) (str
 			return both[0], nil
 		}
 		if len(both) == 0 {
-			return "", Errorf(CodeUnavailable, "leaderboard %s ranks on %s, and this box has none of them (it has %s)",
+			return "", api.Errorf(api.CodeUnavailable, "leaderboard %s ranks on %s, and this box has none of them (it has %s)",
 				lb.Name, strings.Join(lb.GPUs, ", "), strings.Join(served, ", "))
 		}
-		return "", Errorf(CodeInvalid, "pick a GPU with --gpu: leaderboard %s runs here on %s", lb.Name, strings.Join(both, ", "))
+		return "", api.Errorf(api.CodeInvalid, "pick a GPU with --gpu: leaderboard %s runs here on %s", lb.Name, strings.Join(both, ", "))
 	}
 	if !lb.OffersGPU(gpu) {
-		return "", Errorf(CodeInvalid, "leaderboard %s does not rank on %s (it ranks on %s)", lb.Name, gpu, strings.Join(lb.GPUs, ", "))
+		return "", api.Errorf(api.CodeInvalid, "leaderboard %s does not rank on %s (it ranks on %s)", lb.Name, gpu, strings.Join(lb.GPUs, ", "))
 	}
 	if s.slotCount(gpu) == 0 {
-		return "", Errorf(CodeUnavailable, "this box has no %s GPU (it has %s)", gpu, strings.Join(served, ", "))
+		return "", api.Errorf(api.CodeUnavailable, "this box has no %s GPU (it has %s)", gpu, strings.Join(served, ", "))
 	}
 	return gpu, nil
 }
 
 func (s *Service) checkRate(ctx context.Context, lb *Leaderboard, u *User, category string) error {
-	if u.Role.staff() {
+	if u.Role.Staff() {
 		return nil
 	}
 	limit, ok := lb.RateLimits[category]
@@ -315,7 +307,7 @@ func (s *Service) checkRate(ctx context.Context, lb *Leaderboard, u *User, categ
 		return err
 	}
 	if n >= limit {
-		return Errorf(CodeExhausted, "rate limit: %d %s submissions per hour to %s, and you have made %d in the last hour", limit, category, lb.Name, n)
+		return api.Errorf(api.CodeExhausted, "rate limit: %d %s submissions per hour to %s, and you have made %d in the last hour", limit, category, lb.Name, n)
 	}
 	return nil
 }
@@ -333,9 +325,9 @@ func gangSize(t *problems.Task, gpuType string) int {
 
 // enqueue puts each run's job, for a gang of gpus, in the queue under its
 // idempotent key, and records the job ids in the store and in runs.
-func (s *Service) enqueue(ctx context.Context, subID int64, user, category string, gpus int, runs []RunRecord) error {
+func (s *Service) enqueue(ctx context.Context, subID int64, user, category string, gpus int, runs []api.Run) error {
 	class := queue.ClassRanked
-	if category == CategoryTest {
+	if category == api.CategoryTest {
 		class = queue.ClassTest
 	}
 	var jobs []queue.NewJob
@@ -370,9 +362,9 @@ func (s *Service) reconcile(ctx context.Context) error {
 	}
 	for _, o := range open {
 		if o.JobID == 0 {
-			cat := CategoryRanked
+			cat := api.CategoryRanked
 			if o.Mode == string(problems.ModeTest) {
-				cat = CategoryTest
+				cat = api.CategoryTest
 			}
 			rc, err := s.store.LoadRun(ctx, o.RunID)
 			if err != nil {
@@ -385,7 +377,7 @@ func (s *Service) reconcile(ctx context.Context) error {
 				// The run fails when it starts, saying why; it must not hold up the others.
 				s.log.Warn("enqueue a run whose problem does not load", logRun, o.RunID, "err", err)
 			}
-			if err := s.enqueue(ctx, o.SubmissionID, o.User, cat, gpus, []RunRecord{{ID: o.RunID, GPUType: o.GPUType}}); err != nil {
+			if err := s.enqueue(ctx, o.SubmissionID, o.User, cat, gpus, []api.Run{{ID: o.RunID, GPUType: o.GPUType}}); err != nil {
 				return fmt.Errorf("reconcile run %d: %w", o.RunID, err)
 			}
 			s.log.Warn("enqueued a run that had no job", logRun, o.RunID, logSubmission, o.SubmissionID)
@@ -403,7 +395,7 @@ func (s *Service) reconcile(ctx context.Context) error {
 		}
 		status, reason := runError, fmt.Sprintf("the box could not run it after %d attempts: %s", j.Attempts, j.Error)
 		if j.State == queue.Cancelled {
-			status, reason = StatusCancelled, "cancelled"
+			status, reason = api.StatusCancelled, "cancelled"
 		}
 		if err := s.store.FailRun(ctx, o.RunID, status, reason); err != nil {
 			return fmt.Errorf("reconcile run %d: %w", o.RunID, err)
@@ -439,39 +431,14 @@ func (s *Service) visibleSubmission(ctx context.Context, u *User, id int64) (*Su
 	if err != nil {
 		return nil, err
 	}
-	if sub.User != u.Name && !u.Role.staff() {
-		return nil, Errorf(CodeNotFound, "no submission %d", id) // not "forbidden": ids are not a secret, but their owners are
+	if sub.User != u.Name && !u.Role.Staff() {
+		return nil, api.Errorf(api.CodeNotFound, "no submission %d", id) // not "forbidden": ids are not a secret, but their owners are
 	}
 	return sub, nil
 }
 
-// QueueStatus is what `kernelbox queue` shows.
-type QueueStatus struct {
-	GPUs []GPUQueue `json:"gpus"`
-	Mine []MyJob    `json:"mine"`
-}
-
-// GPUQueue is one GPU type's line.
-type GPUQueue struct {
-	GPUType string        `json:"gpu"`
-	Slots   int           `json:"slots"`
-	Queued  int           `json:"queued"`
-	Running int           `json:"running"`
-	MeanRun time.Duration `json:"mean_run_ns"`
-}
-
-// MyJob is one of the caller's unfinished runs.
-type MyJob struct {
-	Submission int64         `json:"submission"`
-	Run        int64         `json:"run"`
-	GPUType    string        `json:"gpu"`
-	State      string        `json:"state"`
-	Position   int           `json:"position"` // 0: next; only when queued
-	ETA        time.Duration `json:"eta_ns"`   // until it starts, from recent run times
-}
-
 // Queue reports depth per GPU type and where the user's jobs stand.
-func (s *Service) Queue(ctx context.Context, u *User) (*QueueStatus, error) {
+func (s *Service) Queue(ctx context.Context, u *User) (*api.QueueStatus, error) {
 	depth, err := s.queue.Depth(ctx)
 	if err != nil {
 		return nil, err
@@ -480,7 +447,7 @@ func (s *Service) Queue(ctx context.Context, u *User) (*QueueStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &QueueStatus{GPUs: []GPUQueue{}, Mine: []MyJob{}}
+	st := &api.QueueStatus{GPUs: []api.GPUQueue{}, Mine: []api.MyJob{}}
 	means := map[string]time.Duration{}
 	types := s.gpuTypes()
 	for g := range depth {
@@ -495,7 +462,7 @@ func (s *Service) Queue(ctx context.Context, u *User) (*QueueStatus, error) {
 			return nil, err
 		}
 		means[g] = mean
-		st.GPUs = append(st.GPUs, GPUQueue{GPUType: g, Slots: s.slotCount(g), Queued: depth[g], Running: running[g], MeanRun: mean})
+		st.GPUs = append(st.GPUs, api.GPUQueue{GPUType: g, Slots: s.slotCount(g), Queued: depth[g], Running: running[g], MeanRun: mean})
 	}
 	open, err := s.store.OpenRuns(ctx)
 	if err != nil {
@@ -509,7 +476,7 @@ func (s *Service) Queue(ctx context.Context, u *User) (*QueueStatus, error) {
 		if err != nil {
 			return nil, err
 		}
-		mj := MyJob{Submission: o.SubmissionID, Run: o.RunID, GPUType: o.GPUType, State: string(j.State)}
+		mj := api.MyJob{Submission: o.SubmissionID, Run: o.RunID, GPUType: o.GPUType, State: string(j.State)}
 		if pos, ok, err := s.queue.Position(ctx, j.ID, s.cfg.AgePerSecond); err != nil {
 			return nil, err
 		} else if ok {
@@ -522,14 +489,4 @@ func (s *Service) Queue(ctx context.Context, u *User) (*QueueStatus, error) {
 		st.Mine = append(st.Mine, mj)
 	}
 	return st, nil
-}
-
-// GPUsStatus is what `kernelbox gpus` shows.
-type GPUsStatus struct {
-	Vendor string   `json:"vendor"`
-	Driver string   `json:"driver,omitempty"`
-	Notes  []string `json:"notes,omitempty"`
-	// Profiler says what profile mode does here, and why.
-	Profiler string      `json:"profiler,omitempty"`
-	Slots    []SlotState `json:"slots"`
 }

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"kernelbox/appliance/api"
+
 	"kernelbox/queue"
 )
 
@@ -50,35 +52,10 @@ func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, 
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
-// Role is what a user may do.
-type Role string
-
-// The roles.
-const (
-	RoleAdmin      Role = "admin"      // everything, including other admins
-	RoleOrganiser  Role = "organiser"  // problems, leaderboards, invites, reviews, contestants
-	RoleContestant Role = "contestant" // submit and read
-)
-
-// ParseRole checks a role name.
-func ParseRole(s string) (Role, error) {
-	switch r := Role(s); r {
-	case RoleAdmin, RoleOrganiser, RoleContestant:
-		return r, nil
-	}
-	return "", Errorf(CodeInvalid, "role %q: want admin, organiser or contestant", s)
-}
-
-// staff reports whether the role may run organiser commands.
-func (r Role) staff() bool { return r == RoleAdmin || r == RoleOrganiser }
-
-// User is an account.
+// User is an account: the API's view plus the key the store joins on.
 type User struct {
-	ID      int64     `json:"-"`
-	Name    string    `json:"name"`
-	Role    Role      `json:"role"`
-	Banned  bool      `json:"banned"`
-	Created time.Time `json:"created"`
+	api.User
+	ID int64
 }
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
@@ -120,18 +97,18 @@ func isUnique(err error) bool {
 // validName keeps user and leaderboard names safe in URLs, paths and logs.
 func validName(kind, name string) error {
 	if name == "" || len(name) > 64 {
-		return Errorf(CodeInvalid, "%s name %q: want 1 to 64 characters", kind, name)
+		return api.Errorf(api.CodeInvalid, "%s name %q: want 1 to 64 characters", kind, name)
 	}
 	for _, r := range name {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
-			return Errorf(CodeInvalid, "%s name %q: use letters, digits, '-', '_' and '.' only", kind, name)
+			return api.Errorf(api.CodeInvalid, "%s name %q: use letters, digits, '-', '_' and '.' only", kind, name)
 		}
 	}
 	return nil
 }
 
 // CreateUser adds a user and returns it with its first API token.
-func (s *Store) CreateUser(ctx context.Context, name string, role Role) (*User, string, error) {
+func (s *Store) CreateUser(ctx context.Context, name string, role api.Role) (*User, string, error) {
 	if err := validName("user", name); err != nil {
 		return nil, "", err
 	}
@@ -142,7 +119,7 @@ func (s *Store) CreateUser(ctx context.Context, name string, role Role) (*User, 
 		if u, token, err = createUser(ctx, tx, s.now(), name, role); err != nil {
 			return err
 		}
-		return appendEvent(ctx, tx, s.now(), "user.created", u.ID, 0, map[string]any{"name": name, "role": role})
+		return appendEvent(ctx, tx, s.now(), u.ID, 0, api.UserCreated{Name: name, Role: role})
 	})
 	if err != nil {
 		return nil, "", err
@@ -150,12 +127,12 @@ func (s *Store) CreateUser(ctx context.Context, name string, role Role) (*User, 
 	return u, token, nil
 }
 
-func createUser(ctx context.Context, tx *txn, now time.Time, name string, role Role) (*User, string, error) {
-	u := &User{Name: name, Role: role, Created: now.UTC()}
+func createUser(ctx context.Context, tx *txn, now time.Time, name string, role api.Role) (*User, string, error) {
+	u := &User{User: api.User{Name: name, Role: role, Created: now.UTC()}}
 	err := tx.QueryRowContext(ctx, `INSERT INTO users (name, role, created_ms) VALUES (?, ?, ?) RETURNING id`,
 		name, role, ms(now)).Scan(&u.ID)
 	if isUnique(err) {
-		return nil, "", Errorf(CodeConflict, "user %s already exists", name)
+		return nil, "", api.Errorf(api.CodeConflict, "user %s already exists", name)
 	}
 	if err != nil {
 		return nil, "", fmt.Errorf("create user %s: %w", name, err)
@@ -196,7 +173,7 @@ func (s *Store) IssueToken(ctx context.Context, name string, revokeOthers bool) 
 		if token, err = insertToken(ctx, tx, s.now(), u.ID, "issued"); err != nil {
 			return err
 		}
-		return appendEvent(ctx, tx, s.now(), "token.issued", u.ID, 0, map[string]any{"revoked_others": revokeOthers})
+		return appendEvent(ctx, tx, s.now(), u.ID, 0, api.TokenIssued{RevokedOthers: revokeOthers})
 	})
 	if err != nil {
 		return "", err
@@ -207,12 +184,12 @@ func (s *Store) IssueToken(ctx context.Context, name string, revokeOthers bool) 
 // Authenticate returns the user a token belongs to.
 func (s *Store) Authenticate(ctx context.Context, token string) (*User, error) {
 	if token == "" {
-		return nil, Errorf(CodeUnauthorized, "no API token: log in with `kernelbox login --server URL --token T` or set KERNELBOX_TOKEN")
+		return nil, api.Errorf(api.CodeUnauthorized, "no API token: log in with `kernelbox login --server URL --token T` or set KERNELBOX_TOKEN")
 	}
 	u, err := scanUser(s.db.QueryRowContext(ctx, `SELECT u.id, u.name, u.role, u.banned, u.created_ms
 		FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?`, hashSecret(token)))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, Errorf(CodeUnauthorized, "the API token is not valid (revoked, mistyped, or for another server)")
+		return nil, api.Errorf(api.CodeUnauthorized, "the API token is not valid (revoked, mistyped, or for another server)")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("authenticate: %w", err)
@@ -240,7 +217,7 @@ func scanUser(row *sql.Row) (*User, error) {
 func userByName(ctx context.Context, q queryer, name string) (*User, error) {
 	u, err := scanUser(q.QueryRowContext(ctx, `SELECT id, name, role, banned, created_ms FROM users WHERE name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, Errorf(CodeNotFound, "no user %s", name)
+		return nil, api.Errorf(api.CodeNotFound, "no user %s", name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get user %s: %w", name, err)
@@ -285,7 +262,7 @@ func (s *Store) SetBanned(ctx context.Context, name string, banned bool) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE users SET banned = ? WHERE id = ?`, banned, u.ID); err != nil {
 			return err
 		}
-		return appendEvent(ctx, tx, s.now(), "user.banned", u.ID, 0, map[string]any{"banned": banned})
+		return appendEvent(ctx, tx, s.now(), u.ID, 0, api.UserBanned{Banned: banned})
 	})
 }
 
@@ -306,7 +283,7 @@ func (s *Store) update(ctx context.Context, op string, fn func(tx *txn) error) e
 	tx := &txn{Tx: sqlTx, touched: map[int64]bool{}}
 	defer tx.Rollback()
 	if err := fn(tx); err != nil {
-		var e *Error
+		var e *api.Error
 		if errors.As(err, &e) {
 			return err
 		}
@@ -319,21 +296,13 @@ func (s *Store) update(ctx context.Context, op string, fn func(tx *txn) error) e
 	return nil
 }
 
-// Invite is what an organiser creates to let people register.
-type Invite struct {
-	Role         Role      `json:"role"`
-	Uses         int       `json:"uses"`
-	Expires      time.Time `json:"expires,omitzero"`
-	Leaderboards []string  `json:"leaderboards"`
-}
-
 // CreateInvite stores an invite and returns its code (shown once).
-func (s *Store) CreateInvite(ctx context.Context, inv Invite) (string, error) {
+func (s *Store) CreateInvite(ctx context.Context, inv api.Invite) (string, error) {
 	if inv.Role == "" {
-		inv.Role = RoleContestant
+		inv.Role = api.RoleContestant
 	}
-	if inv.Role == RoleAdmin {
-		return "", Errorf(CodeInvalid, "invites cannot make admins; use `kernelbox admin users add NAME --role admin`")
+	if inv.Role == api.RoleAdmin {
+		return "", api.Errorf(api.CodeInvalid, "invites cannot make admins; use `kernelbox admin users add NAME --role admin`")
 	}
 	if inv.Uses <= 0 {
 		inv.Uses = 1
@@ -356,7 +325,7 @@ func (s *Store) CreateInvite(ctx context.Context, inv Invite) (string, error) {
 				return err
 			}
 		}
-		return appendEvent(ctx, tx, s.now(), "invite.created", 0, 0, inv)
+		return appendEvent(ctx, tx, s.now(), 0, 0, api.InviteCreated{Invite: inv})
 	})
 	if err != nil {
 		return "", err
@@ -385,7 +354,7 @@ func (s *Store) Register(ctx context.Context, code, name string) (*User, string,
 			SELECT leaderboard_id, ? FROM invite_scopes WHERE invite_hash = ?`, u.ID, hash); err != nil {
 			return err
 		}
-		return appendEvent(ctx, tx, s.now(), "user.registered", u.ID, 0, map[string]any{"name": name, "role": role})
+		return appendEvent(ctx, tx, s.now(), u.ID, 0, api.UserRegistered{Name: name, Role: role})
 	})
 	if err != nil {
 		return nil, "", err
@@ -394,19 +363,19 @@ func (s *Store) Register(ctx context.Context, code, name string) (*User, string,
 }
 
 // redeem spends one use of the invite with that hash and returns its role.
-func (s *Store) redeem(ctx context.Context, tx *txn, hash string) (Role, error) {
-	var role Role
+func (s *Store) redeem(ctx context.Context, tx *txn, hash string) (api.Role, error) {
+	var role api.Role
 	var uses int
 	var expires sql.NullInt64
 	err := tx.QueryRowContext(ctx, `SELECT role, uses_left, expires_ms FROM invites WHERE hash = ?`, hash).Scan(&role, &uses, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", Errorf(CodeUnauthorized, "the invite code is not valid")
+		return "", api.Errorf(api.CodeUnauthorized, "the invite code is not valid")
 	}
 	if err != nil {
 		return "", err
 	}
 	if uses <= 0 || (expires.Valid && expires.Int64 < ms(s.now())) {
-		return "", Errorf(CodeForbidden, "the invite code has been used up or has expired")
+		return "", api.Errorf(api.CodeForbidden, "the invite code has been used up or has expired")
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE invites SET uses_left = uses_left - 1 WHERE hash = ?`, hash); err != nil {
 		return "", err
@@ -438,21 +407,15 @@ func (s *Store) Join(ctx context.Context, code string, u *User) ([]string, error
 			names = append(names, n)
 		}
 		rows.Close()
-		return appendEvent(ctx, tx, s.now(), "user.joined", u.ID, 0, map[string]any{"leaderboards": names})
+		return appendEvent(ctx, tx, s.now(), u.ID, 0, api.UserJoined{Leaderboards: names})
 	})
 	return names, err
 }
 
-// Event is one entry of the append-only log.
-type Event struct {
-	ID         int64           `json:"id"`
-	At         time.Time       `json:"at"`
-	Kind       string          `json:"kind"`
-	Submission int64           `json:"submission,omitempty"`
-	Data       json.RawMessage `json:"data"`
-}
-
-func appendEvent(ctx context.Context, tx *txn, now time.Time, kind string, userID, subID int64, data any) error {
+// appendEvent logs one event in the caller's transaction. The payload's
+// type names its kind, so a kind cannot be written with another's fields.
+func appendEvent(ctx context.Context, tx *txn, now time.Time, userID, subID int64, data api.Payload) error {
+	kind := data.EventKind()
 	b, err := json.Marshal(data)
 	if err != nil {
 		return fmt.Errorf("event %s: %w", kind, err)
@@ -475,9 +438,9 @@ func appendEvent(ctx context.Context, tx *txn, now time.Time, kind string, userI
 }
 
 // AppendEvent logs an event outside any other change.
-func (s *Store) AppendEvent(ctx context.Context, kind string, subID int64, data any) error {
-	return s.update(ctx, "log "+kind, func(tx *txn) error {
-		return appendEvent(ctx, tx, s.now(), kind, 0, subID, data)
+func (s *Store) AppendEvent(ctx context.Context, subID int64, data api.Payload) error {
+	return s.update(ctx, "log "+string(data.EventKind()), func(tx *txn) error {
+		return appendEvent(ctx, tx, s.now(), 0, subID, data)
 	})
 }
 
@@ -522,15 +485,15 @@ func (s *Store) Changed(subID int64) (<-chan struct{}, func()) {
 }
 
 // SubmissionEvents returns the submission's events after the given id.
-func (s *Store) SubmissionEvents(ctx context.Context, subID, after int64) ([]Event, error) {
+func (s *Store) SubmissionEvents(ctx context.Context, subID, after int64) ([]api.Event, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, at_ms, kind, data FROM events WHERE submission_id = ? AND id > ? ORDER BY id LIMIT 500`, subID, after)
 	if err != nil {
 		return nil, fmt.Errorf("events of submission %d: %w", subID, err)
 	}
 	defer rows.Close()
-	out := []Event{}
+	out := []api.Event{}
 	for rows.Next() {
-		e := Event{Submission: subID}
+		e := api.Event{Submission: subID}
 		var at int64
 		var data string
 		if err := rows.Scan(&e.ID, &at, &e.Kind, &data); err != nil {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"kernelbox/appliance/api"
+
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -28,7 +30,7 @@ func scored(t *testing.T, st *Store, lb *Leaderboard, u *User, score float64, se
 	t.Helper()
 	ctx := t.Context()
 	sub, err := st.CreateSubmission(ctx, NewSubmission{Leaderboard: lb, User: u, FileName: "s.py", Code: []byte("x = 1\n"),
-		GPUType: "cpu", Mode: "leaderboard", Category: CategoryRanked, Secret: true})
+		GPUType: "cpu", Mode: "leaderboard", Category: api.CategoryRanked, Secret: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,9 +38,9 @@ func scored(t *testing.T, st *Store, lb *Leaderboard, u *User, score float64, se
 		if ok, err := st.StartRun(ctx, r.ID, "lease", "cpu:0"); err != nil || !ok {
 			t.Fatalf("StartRun: %v, %v", ok, err)
 		}
-		res := RunResult{Status: StatusDone, Passed: true, Score: &score}
+		res := RunResult{Status: api.StatusDone, Passed: true, Score: &score}
 		if r.Secret && !secretPasses {
-			res = RunResult{Status: StatusDone, Reason: "test 3 (secret case) wrong"}
+			res = RunResult{Status: api.StatusDone, Reason: "test 3 (secret case) wrong"}
 		}
 		if _, err := st.FinishRun(ctx, r.ID, "lease", res); err != nil {
 			t.Fatal(err)
@@ -60,7 +62,7 @@ func TestStore_Ranking(t *testing.T) {
 	}
 	users := map[string]*User{}
 	for _, n := range []string{"ann", "bob", "cid", "dan", "eve"} {
-		u, _, err := st.CreateUser(ctx, n, RoleContestant)
+		u, _, err := st.CreateUser(ctx, n, api.RoleContestant)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,12 +113,12 @@ func TestStore_SecretFailureHidesItsReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	lb, _ := st.Leaderboard(ctx, "lb")
-	u, _, _ := st.CreateUser(ctx, "ann", RoleContestant)
+	u, _, _ := st.CreateUser(ctx, "ann", api.RoleContestant)
 	sub, err := st.Submission(ctx, scored(t, st, lb, u, 1, false))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sub.Passed || sub.Score != nil || sub.Status != StatusDone || strings.Contains(sub.Reason, "secret case") {
+	if sub.Passed || sub.Score != nil || sub.Status != api.StatusDone || strings.Contains(sub.Reason, "secret case") {
 		t.Errorf("submission failing its secret run = %+v; want done, not passed, no score, the secret case not named", sub)
 	}
 	redact(sub, u)
@@ -135,18 +137,18 @@ func TestStore_TokensAreHashed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, token, err := st.CreateUser(t.Context(), "ann", RoleContestant)
+	_, token, err := st.CreateUser(t.Context(), "ann", api.RoleContestant)
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, err := st.CreateInvite(t.Context(), Invite{})
+	code, err := st.CreateInvite(t.Context(), api.Invite{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if u, err := st.Authenticate(t.Context(), token); err != nil || u.Name != "ann" {
 		t.Fatalf("Authenticate(token) = %v, %v", u, err)
 	}
-	if _, err := st.Authenticate(t.Context(), token+"x"); ErrorCode(err) != CodeUnauthorized {
+	if _, err := st.Authenticate(t.Context(), token+"x"); api.ErrorCode(err) != api.CodeUnauthorized {
 		t.Errorf("Authenticate(wrong) = %v, want unauthorized", err)
 	}
 	st.Close()
@@ -171,9 +173,9 @@ func TestStore_CancelSettles(t *testing.T) {
 		t.Fatal(err)
 	}
 	lb, _ := st.Leaderboard(ctx, "lb")
-	u, _, _ := st.CreateUser(ctx, "ann", RoleContestant)
+	u, _, _ := st.CreateUser(ctx, "ann", api.RoleContestant)
 	sub, err := st.CreateSubmission(ctx, NewSubmission{Leaderboard: lb, User: u, FileName: "s.py", Code: []byte("x\n"),
-		GPUType: "cpu", Mode: "leaderboard", Category: CategoryRanked, Secret: true})
+		GPUType: "cpu", Mode: "leaderboard", Category: api.CategoryRanked, Secret: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,11 +195,11 @@ func TestStore_CancelSettles(t *testing.T) {
 		t.Errorf("CancelSubmission jobs (-want +got):\n%s", diff)
 	}
 	// The holder's late result is refused: its lease no longer counts.
-	if _, err := st.FinishRun(ctx, sub.Runs[0].ID, "lease", RunResult{Status: StatusDone, Passed: true}); ErrorCode(err) != CodeConflict {
+	if _, err := st.FinishRun(ctx, sub.Runs[0].ID, "lease", RunResult{Status: api.StatusDone, Passed: true}); api.ErrorCode(err) != api.CodeConflict {
 		t.Errorf("FinishRun after cancel = %v, want a conflict", err)
 	}
 	got, err := st.Submission(ctx, sub.ID)
-	if err != nil || got.Status != StatusCancelled || got.Passed {
+	if err != nil || got.Status != api.StatusCancelled || got.Passed {
 		t.Errorf("after cancel: %+v, %v; want cancelled, not passed", got, err)
 	}
 }

@@ -11,74 +11,31 @@ import (
 	"strings"
 	"time"
 
-	"kernelbox/policies"
-)
+	"kernelbox/appliance/api"
 
-// Submission statuses. done means evaluated (passed or not); failed means
-// the box could not evaluate it, after its retries.
-const (
-	StatusQueued    = "queued"
-	StatusRunning   = "running"
-	StatusDone      = "done"
-	StatusFailed    = "failed"
-	StatusCancelled = "cancelled"
+	"kernelbox/policies"
 )
 
 // runError is the status of a run the box could not carry out.
 const runError = "error"
 
-// Submission is one uploaded file and what became of it.
+// Submission is one uploaded file and what became of it: the API's view
+// plus the keys the store joins on.
 type Submission struct {
-	ID          int64    `json:"id"`
-	Leaderboard string   `json:"leaderboard"`
-	User        string   `json:"user"`
-	FileName    string   `json:"file_name"`
-	SHA256      string   `json:"sha256"`
-	GPUType     string   `json:"gpu"`
-	Mode        string   `json:"mode"`
-	Category    string   `json:"category"`
-	Status      string   `json:"status"`
-	Passed      bool     `json:"passed"`
-	Score       *float64 `json:"score"`
-	Reason      string   `json:"reason,omitempty"`
-	Hacked      bool     `json:"hacked,omitempty"`
-	// Review is the scanner's and the organisers' say: "" (nothing
-	// found), flagged (kept out of the rankings), cleared or confirmed.
-	Review   string             `json:"review,omitempty"`
-	Findings []policies.Finding `json:"findings,omitempty"`
-	Created  time.Time          `json:"created"`
-	Finished time.Time          `json:"finished,omitzero"`
-	Runs     []RunRecord        `json:"runs,omitempty"`
-
+	api.Submission
 	userID, leaderboardID int64
 }
 
-// RunRecord is one evaluation of a submission: its public run, or its secret twin.
+// RunRecord is one evaluation of a submission (its public run, or its
+// secret twin) as the store holds it.
 type RunRecord struct {
-	ID         int64           `json:"id"`
-	Secret     bool            `json:"secret"`
-	Mode       string          `json:"mode"`
-	JobID      int64           `json:"job,omitempty"`
-	Status     string          `json:"status"`
-	GPUType    string          `json:"gpu"`
-	GPUID      string          `json:"gpu_id,omitempty"`
-	Attempts   int             `json:"attempts"`
-	Passed     bool            `json:"passed"`
-	Score      *float64        `json:"score"`
-	Reason     string          `json:"reason,omitempty"`
-	Report     json.RawMessage `json:"report,omitempty"`
-	SystemInfo json.RawMessage `json:"system_info,omitempty"`
-	Telemetry  json.RawMessage `json:"telemetry,omitempty"`
-	Profile    string          `json:"profile,omitempty"`
-	Started    time.Time       `json:"started,omitzero"`
-	Finished   time.Time       `json:"finished,omitzero"`
-
+	api.Run
 	submissionID int64
 }
 
 func (r *RunRecord) final() bool {
 	switch r.Status {
-	case StatusDone, StatusFailed, StatusCancelled, runError:
+	case api.StatusDone, api.StatusFailed, api.StatusCancelled, runError:
 		return true
 	}
 	return false
@@ -106,9 +63,9 @@ func (s *Store) CreateSubmission(ctx context.Context, ns NewSubmission) (*Submis
 	sum := sha256.Sum256(ns.Code)
 	sha := hex.EncodeToString(sum[:])
 	now := s.now()
-	sub := &Submission{Leaderboard: ns.Leaderboard.Name, User: ns.User.Name, FileName: ns.FileName, SHA256: sha,
-		GPUType: ns.GPUType, Mode: ns.Mode, Category: ns.Category, Status: StatusQueued, Created: now.UTC(),
-		Findings: ns.Findings, userID: ns.User.ID, leaderboardID: ns.Leaderboard.ID}
+	sub := &Submission{Submission: api.Submission{Leaderboard: ns.Leaderboard.Name, User: ns.User.Name, FileName: ns.FileName,
+		SHA256: sha, GPUType: ns.GPUType, Mode: ns.Mode, Category: ns.Category, Status: api.StatusQueued, Created: now.UTC(),
+		Findings: ns.Findings}, userID: ns.User.ID, leaderboardID: ns.Leaderboard.ID}
 	var findings string
 	if len(ns.Findings) > 0 {
 		b, err := json.Marshal(ns.Findings)
@@ -118,7 +75,7 @@ func (s *Store) CreateSubmission(ctx context.Context, ns NewSubmission) (*Submis
 		findings = string(b)
 	}
 	if policies.Worst(ns.Findings) == policies.ScanFlag {
-		sub.Review = ReviewFlagged
+		sub.Review = api.ReviewFlagged
 	}
 	err := s.update(ctx, "store submission", func(tx *txn) error {
 		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO code (sha256, data, size) VALUES (?, ?, ?)`, sha, ns.Code, len(ns.Code)); err != nil {
@@ -135,15 +92,15 @@ func (s *Store) CreateSubmission(ctx context.Context, ns NewSubmission) (*Submis
 			secrets = append(secrets, true)
 		}
 		for _, secret := range secrets {
-			r := RunRecord{Secret: secret, Mode: ns.Mode, Status: StatusQueued, GPUType: ns.GPUType, submissionID: sub.ID}
+			r := api.Run{Secret: secret, Mode: ns.Mode, Status: api.StatusQueued, GPUType: ns.GPUType}
 			if err := tx.QueryRowContext(ctx, `INSERT INTO runs (submission_id, secret, mode, gpu_type) VALUES (?, ?, ?, ?) RETURNING id`,
 				sub.ID, secret, ns.Mode, ns.GPUType).Scan(&r.ID); err != nil {
 				return err
 			}
 			sub.Runs = append(sub.Runs, r)
 		}
-		return appendEvent(ctx, tx, now, "submission.queued", ns.User.ID, sub.ID,
-			map[string]any{"leaderboard": sub.Leaderboard, "gpu": sub.GPUType, "mode": sub.Mode, "runs": len(sub.Runs)})
+		return appendEvent(ctx, tx, now, ns.User.ID, sub.ID,
+			api.SubmissionQueued{Leaderboard: sub.Leaderboard, GPU: sub.GPUType, Mode: sub.Mode, Runs: len(sub.Runs)})
 	})
 	if err != nil {
 		return nil, err
@@ -190,7 +147,7 @@ func (s *Store) StartRun(ctx context.Context, runID int64, lease, gpuID string) 
 		if _, err := tx.ExecContext(ctx, `UPDATE submissions SET status = 'running' WHERE id = ? AND status = 'queued'`, subID); err != nil {
 			return err
 		}
-		return appendEvent(ctx, tx, s.now(), "run.started", 0, subID, map[string]any{"run": runID, "gpu_id": gpuID, "secret": secret})
+		return appendEvent(ctx, tx, s.now(), 0, subID, api.RunStarted{Run: runID, GPUID: gpuID, Secret: secret})
 	})
 	return started, err
 }
@@ -224,17 +181,17 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, lease string, res Ru
 			res.Status, res.Passed, res.Score, res.Reason, string(res.Report), string(res.SystemInfo), string(res.Telemetry),
 			res.Profile, ms(s.now()), runID, lease).Scan(&subID, &secret)
 		if errors.Is(err, sql.ErrNoRows) {
-			return Errorf(CodeConflict, "run %d is no longer held by this lease", runID)
+			return api.Errorf(api.CodeConflict, "run %d is no longer held by this lease", runID)
 		}
 		if err != nil {
 			return err
 		}
 		reason := res.Reason
-		if secret && reason != "" && res.Status == StatusDone {
+		if secret && reason != "" && res.Status == api.StatusDone {
 			reason = "failed on the secret inputs" // the event log is the owner's to read
 		}
-		if err := appendEvent(ctx, tx, s.now(), "run.finished", 0, subID,
-			map[string]any{"run": runID, "secret": secret, "status": res.Status, "passed": res.Passed, "reason": reason}); err != nil {
+		if err := appendEvent(ctx, tx, s.now(), 0, subID,
+			api.RunFinished{Run: runID, Secret: secret, Status: res.Status, Passed: res.Passed, Reason: reason}); err != nil {
 			return err
 		}
 		if err := flagSubmission(ctx, tx, s.now(), subID, res.Findings); err != nil {
@@ -271,14 +228,14 @@ func flagSubmission(ctx context.Context, tx *txn, now time.Time, subID int64, fi
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE submissions SET findings = ?,
 			review = CASE WHEN review = ? THEN review ELSE ? END WHERE id = ?`,
-		string(b), ReviewConfirmed, ReviewFlagged, subID); err != nil {
+		string(b), api.ReviewConfirmed, api.ReviewFlagged, subID); err != nil {
 		return err
 	}
 	rules := make([]string, len(findings))
 	for i, f := range findings {
 		rules[i] = f.Rule
 	}
-	return appendEvent(ctx, tx, now, "submission.flagged", 0, subID, map[string]any{"rules": rules})
+	return appendEvent(ctx, tx, now, 0, subID, api.SubmissionFlagged{Rules: rules})
 }
 
 // settle closes the submission once none of its runs is open.
@@ -287,7 +244,7 @@ func settle(ctx context.Context, tx *txn, now time.Time, subID int64) error {
 	if err != nil {
 		return err
 	}
-	status, passed := StatusDone, true
+	status, passed := api.StatusDone, true
 	var score *float64
 	reason := ""
 	for _, r := range runs {
@@ -295,11 +252,11 @@ func settle(ctx context.Context, tx *txn, now time.Time, subID int64) error {
 			return nil
 		}
 		switch r.Status {
-		case StatusCancelled:
-			status = StatusCancelled
+		case api.StatusCancelled:
+			status = api.StatusCancelled
 		case runError:
-			if status != StatusCancelled {
-				status = StatusFailed
+			if status != api.StatusCancelled {
+				status = api.StatusFailed
 			}
 		}
 		if !r.Passed {
@@ -316,16 +273,16 @@ func settle(ctx context.Context, tx *txn, now time.Time, subID int64) error {
 			score = r.Score
 		}
 	}
-	if status != StatusDone || !passed {
+	if status != api.StatusDone || !passed {
 		score = nil
-		passed = passed && status == StatusDone
+		passed = passed && status == api.StatusDone
 	}
 	var user int64
 	if err := tx.QueryRowContext(ctx, `UPDATE submissions SET status = ?, passed = ?, score = ?, reason = ?, finished_ms = ?
 		WHERE id = ? RETURNING user_id`, status, passed, score, reason, ms(now), subID).Scan(&user); err != nil {
 		return err
 	}
-	return appendEvent(ctx, tx, now, "submission."+status, user, subID, map[string]any{"passed": passed, "score": score, "reason": reason})
+	return appendEvent(ctx, tx, now, user, subID, api.SubmissionEnded{Status: status, Passed: passed, Score: score, Reason: reason})
 }
 
 // CancelSubmission cancels the submission's open runs and returns their
@@ -335,12 +292,12 @@ func (s *Store) CancelSubmission(ctx context.Context, subID int64) ([]int64, err
 	err := s.update(ctx, fmt.Sprintf("cancel submission %d", subID), func(tx *txn) error {
 		var status string
 		if err := tx.QueryRowContext(ctx, `SELECT status FROM submissions WHERE id = ?`, subID).Scan(&status); errors.Is(err, sql.ErrNoRows) {
-			return Errorf(CodeNotFound, "no submission %d", subID)
+			return api.Errorf(api.CodeNotFound, "no submission %d", subID)
 		} else if err != nil {
 			return err
 		}
-		if status != StatusQueued && status != StatusRunning {
-			return Errorf(CodeConflict, "submission %d is %s already", subID, status)
+		if status != api.StatusQueued && status != api.StatusRunning {
+			return api.Errorf(api.CodeConflict, "submission %d is %s already", subID, status)
 		}
 		var err error
 		jobs, err = jobIDs(tx.QueryContext(ctx, `UPDATE runs SET status = 'cancelled', reason = 'cancelled', finished_ms = ?, lease_token = NULL
@@ -446,13 +403,17 @@ func scanSubmission(row interface{ Scan(...any) error }) (*Submission, error) {
 func (s *Store) Submission(ctx context.Context, id int64) (*Submission, error) {
 	sub, err := scanSubmission(s.db.QueryRowContext(ctx, `SELECT `+submissionColumns+submissionFrom+` WHERE s.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, Errorf(CodeNotFound, "no submission %d", id)
+		return nil, api.Errorf(api.CodeNotFound, "no submission %d", id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get submission %d: %w", id, err)
 	}
-	if sub.Runs, err = runsOf(ctx, s.db, id); err != nil {
+	runs, err := runsOf(ctx, s.db, id)
+	if err != nil {
 		return nil, fmt.Errorf("get submission %d: %w", id, err)
+	}
+	for _, r := range runs {
+		sub.Runs = append(sub.Runs, r.Run)
 	}
 	return sub, nil
 }
@@ -463,7 +424,7 @@ func (s *Store) SubmissionStatus(ctx context.Context, id int64) (string, error) 
 	var st string
 	err := s.db.QueryRowContext(ctx, `SELECT status FROM submissions WHERE id = ?`, id).Scan(&st)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", Errorf(CodeNotFound, "no submission %d", id)
+		return "", api.Errorf(api.CodeNotFound, "no submission %d", id)
 	}
 	if err != nil {
 		return "", fmt.Errorf("status of submission %d: %w", id, err)
@@ -521,7 +482,7 @@ func (s *Store) Code(ctx context.Context, sha string) ([]byte, error) {
 	var data []byte
 	err := s.db.QueryRowContext(ctx, `SELECT data FROM code WHERE sha256 = ?`, sha).Scan(&data)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, Errorf(CodeNotFound, "no code %s", sha)
+		return nil, api.Errorf(api.CodeNotFound, "no code %s", sha)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get code %s: %w", sha, err)
@@ -568,7 +529,7 @@ type RunContext struct {
 func (s *Store) LoadRun(ctx context.Context, runID int64) (*RunContext, error) {
 	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, runID))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, Errorf(CodeNotFound, "no run %d", runID)
+		return nil, api.Errorf(api.CodeNotFound, "no run %d", runID)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load run %d: %w", runID, err)
@@ -588,29 +549,22 @@ func (s *Store) LoadRun(ctx context.Context, runID int64) (*RunContext, error) {
 	return &RunContext{Run: r, Submission: sub, Leaderboard: lb, Code: code}, nil
 }
 
-// Review states of a submission the scanner flagged.
-const (
-	ReviewFlagged   = "flagged"
-	ReviewCleared   = "cleared"
-	ReviewConfirmed = "confirmed"
-)
-
 // SetReview records an organiser's review of a flagged submission:
 // cleared puts it back in the rankings, confirmed marks it hacked.
 func (s *Store) SetReview(ctx context.Context, subID int64, review string) error {
-	if review != ReviewCleared && review != ReviewConfirmed {
-		return Errorf(CodeInvalid, "review %q: want cleared or confirmed", review)
+	if review != api.ReviewCleared && review != api.ReviewConfirmed {
+		return api.Errorf(api.CodeInvalid, "review %q: want cleared or confirmed", review)
 	}
 	return s.update(ctx, "review submission", func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE submissions SET review = ?, hacked = hacked OR ? WHERE id = ? AND review != ''`,
-			review, review == ReviewConfirmed, subID)
+			review, review == api.ReviewConfirmed, subID)
 		if err != nil {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return Errorf(CodeNotFound, "submission %d was not flagged by the scanner (`kernelbox admin review` lists those)", subID)
+			return api.Errorf(api.CodeNotFound, "submission %d was not flagged by the scanner (`kernelbox admin review` lists those)", subID)
 		}
-		return appendEvent(ctx, tx, s.now(), "submission.review", 0, subID, map[string]any{"review": review})
+		return appendEvent(ctx, tx, s.now(), 0, subID, api.SubmissionReviewed{Review: review})
 	})
 }
 
@@ -641,9 +595,9 @@ func (s *Store) SetHacked(ctx context.Context, subID int64, hacked bool) error {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return Errorf(CodeNotFound, "no submission %d", subID)
+			return api.Errorf(api.CodeNotFound, "no submission %d", subID)
 		}
-		return appendEvent(ctx, tx, s.now(), "submission.hacked", 0, subID, map[string]any{"hacked": hacked})
+		return appendEvent(ctx, tx, s.now(), 0, subID, api.SubmissionHacked{Hacked: hacked})
 	})
 }
 
@@ -663,9 +617,9 @@ func (s *Store) DeleteSubmission(ctx context.Context, subID int64) ([]int64, err
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return Errorf(CodeNotFound, "no submission %d", subID)
+			return api.Errorf(api.CodeNotFound, "no submission %d", subID)
 		}
-		return appendEvent(ctx, tx, s.now(), "submission.deleted", 0, subID, map[string]any{})
+		return appendEvent(ctx, tx, s.now(), 0, subID, api.SubmissionDeleted{})
 	})
 	return jobs, err
 }

@@ -88,10 +88,10 @@ func (ExecLauncher) Launch(ctx context.Context, l Launch) (Outcome, error) {
 	// ExtraFiles[0] is fd 3 in the child.
 	cmd.Env = append(append([]string(nil), l.Env...), "POPCORN_FD=3")
 	cmd.ExtraFiles = []*os.File{pw}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = groupAttr()
 	cmd.Cancel = func() error {
 		// The whole group: the harness's worker and anything user code forked.
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		return killGroup(cmd.Process)
 	}
 	cmd.WaitDelay = 2 * time.Second
 	stdout := &capWriter{limit: limit}
@@ -124,7 +124,7 @@ func (ExecLauncher) Launch(ctx context.Context, l Launch) (Outcome, error) {
 		<-readDone
 	}
 	// Whatever the group left behind dies with it.
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	_ = killGroup(cmd.Process)
 
 	out := Outcome{
 		Stdout:    stdout.buf.Bytes(),

@@ -1,4 +1,4 @@
-package appliance
+package api
 
 import (
 	"errors"
@@ -7,7 +7,8 @@ import (
 )
 
 // Code classifies an error for API clients; the CLI turns it into an exit
-// status and the HTTP layer into a status code, each in one function.
+// status (ExitStatus) and the HTTP layer into a status code (HTTPStatus),
+// each in one function.
 type Code string
 
 // The error codes of the API.
@@ -31,6 +32,11 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Message }
 
+// ErrorBody is the document of every error answer: {"error": {...}}.
+type ErrorBody struct {
+	Error *Error `json:"error"`
+}
+
 // Errorf returns an *Error with the formatted message.
 func Errorf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
@@ -45,8 +51,8 @@ func ErrorCode(err error) Code {
 	return CodeInternal
 }
 
-// httpStatus is the one mapping from error code to HTTP status.
-func httpStatus(c Code) int {
+// HTTPStatus is the one mapping from error code to HTTP status.
+func HTTPStatus(c Code) int {
 	switch c {
 	case CodeInvalid:
 		return http.StatusBadRequest
@@ -68,15 +74,19 @@ func httpStatus(c Code) int {
 	return http.StatusInternalServerError
 }
 
-// Exit statuses of client commands beyond ExitOK, ExitFailed and ExitUsage.
+// Exit statuses of the kernelbox command. They belong to the contract:
+// scripts around the CLI read them.
 const (
+	ExitOK           = 0 // done; for eval and submit, the submission passed
+	ExitFailed       = 1 // the submission failed (or a fixture check went wrong)
+	ExitUsage        = 2 // bad usage, a bad problem, or the evaluation could not run
 	ExitUnauthorized = 3 // the server refused the token
 	ExitRefused      = 4 // refused by policy: deadline, closed leaderboard, rate limit, size
 	ExitServer       = 5 // the server could not be reached or failed
 )
 
-// exitStatus is the one mapping from error code to exit status.
-func exitStatus(c Code) int {
+// ExitStatus is the one mapping from error code to exit status.
+func ExitStatus(c Code) int {
 	switch c {
 	case CodeInvalid, CodeNotFound:
 		return ExitUsage

@@ -1,4 +1,4 @@
-package appliance
+package api
 
 import (
 	"bytes"
@@ -76,9 +76,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 400 {
-		var e struct {
-			Error *Error `json:"error"`
-		}
+		var e ErrorBody
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		if json.Unmarshal(data, &e) == nil && e.Error != nil {
 			return e.Error
@@ -122,24 +120,16 @@ func (c *Client) Me(ctx context.Context) (*User, error) {
 	return &u, c.getJSON(ctx, "/api/me", nil, &u)
 }
 
-// Credentials are a user and a token, as registering or creating a user returns them.
-type Credentials struct {
-	User  User   `json:"user"`
-	Token string `json:"token"`
-}
-
 // Register redeems an invite for a new account.
 func (c *Client) Register(ctx context.Context, invite, name string) (*Credentials, error) {
 	var cr Credentials
-	return &cr, c.sendJSON(ctx, http.MethodPost, "/api/register", map[string]string{"invite": invite, "name": name}, &cr)
+	return &cr, c.sendJSON(ctx, http.MethodPost, "/api/register", RegisterRequest{Invite: invite, Name: name}, &cr)
 }
 
 // Join redeems an invite for the token's user.
 func (c *Client) Join(ctx context.Context, invite string) ([]string, error) {
-	var out struct {
-		Leaderboards []string `json:"leaderboards"`
-	}
-	return out.Leaderboards, c.sendJSON(ctx, http.MethodPost, "/api/join", map[string]string{"invite": invite}, &out)
+	var out Joined
+	return out.Leaderboards, c.sendJSON(ctx, http.MethodPost, "/api/join", JoinRequest{Invite: invite}, &out)
 }
 
 // Leaderboards lists the leaderboards.
@@ -152,16 +142,6 @@ func (c *Client) Leaderboards(ctx context.Context) ([]LeaderboardInfo, error) {
 func (c *Client) Leaderboard(ctx context.Context, name string) (*LeaderboardInfo, error) {
 	var out LeaderboardInfo
 	return &out, c.getJSON(ctx, "/api/leaderboards/"+url.PathEscape(name), nil, &out)
-}
-
-// Ranking is a leaderboard's rankings, one per GPU type.
-type Ranking struct {
-	Leaderboard string `json:"leaderboard"`
-	RankingBy   string `json:"ranking_by"`
-	Rankings    []struct {
-		GPU  string    `json:"gpu"`
-		Rows []RankRow `json:"rows"`
-	} `json:"rankings"`
 }
 
 // Ranking fetches the ranking of a leaderboard, on one GPU type or all.
@@ -193,7 +173,7 @@ func (c *Client) Submit(ctx context.Context, req SubmitRequest) (*Submission, er
 
 // Submissions lists submissions (the token's user's, or with all, every
 // user's for staff).
-func (c *Client) Submissions(ctx context.Context, leaderboard string, all bool, limit int) ([]*Submission, error) {
+func (c *Client) Submissions(ctx context.Context, leaderboard string, all bool, limit int) ([]Submission, error) {
 	q := url.Values{}
 	if leaderboard != "" {
 		q.Set("leaderboard", leaderboard)
@@ -204,7 +184,7 @@ func (c *Client) Submissions(ctx context.Context, leaderboard string, all bool, 
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	var out []*Submission
+	var out []Submission
 	return out, c.getJSON(ctx, "/api/submissions", q, &out)
 }
 
@@ -287,7 +267,7 @@ func (c *Client) GPUs(ctx context.Context) (*GPUsStatus, error) {
 // Drain stops a GPU slot from taking jobs (staff); Undrain lets it again.
 func (c *Client) Drain(ctx context.Context, id, reason string) (*GPUsStatus, error) {
 	var out GPUsStatus
-	return &out, c.sendJSON(ctx, http.MethodPost, "/api/admin/gpus/"+url.PathEscape(id)+"/drain", map[string]string{"reason": reason}, &out)
+	return &out, c.sendJSON(ctx, http.MethodPost, "/api/admin/gpus/"+url.PathEscape(id)+"/drain", DrainRequest{Reason: reason}, &out)
 }
 
 // Undrain lets a drained slot take jobs again (staff).
@@ -305,27 +285,19 @@ func (c *Client) Users(ctx context.Context) ([]User, error) {
 // AddUser creates a user and returns its token (staff).
 func (c *Client) AddUser(ctx context.Context, name string, role Role) (*Credentials, error) {
 	var out Credentials
-	return &out, c.sendJSON(ctx, http.MethodPost, "/api/admin/users", map[string]any{"name": name, "role": role}, &out)
+	return &out, c.sendJSON(ctx, http.MethodPost, "/api/admin/users", AddUserRequest{Name: name, Role: string(role)}, &out)
 }
 
 // Ban bans or unbans a user (staff).
 func (c *Client) Ban(ctx context.Context, name string, banned bool) (*User, error) {
 	var out User
-	return &out, c.sendJSON(ctx, http.MethodPost, "/api/admin/users/"+url.PathEscape(name)+"/ban", map[string]bool{"banned": banned}, &out)
+	return &out, c.sendJSON(ctx, http.MethodPost, "/api/admin/users/"+url.PathEscape(name)+"/ban", BanRequest{Banned: banned}, &out)
 }
 
 // IssueToken gives a user a new token (staff).
 func (c *Client) IssueToken(ctx context.Context, name string, revokeOthers bool) (*Credentials, error) {
 	var out Credentials
-	return &out, c.sendJSON(ctx, http.MethodPost, "/api/admin/users/"+url.PathEscape(name)+"/tokens", map[string]bool{"revoke_others": revokeOthers}, &out)
-}
-
-// InviteCode is what creating an invite returns.
-type InviteCode struct {
-	Invite       string   `json:"invite"`
-	Role         Role     `json:"role"`
-	Uses         int      `json:"uses"`
-	Leaderboards []string `json:"leaderboards"`
+	return &out, c.sendJSON(ctx, http.MethodPost, "/api/admin/users/"+url.PathEscape(name)+"/tokens", TokenRequest{RevokeOthers: revokeOthers}, &out)
 }
 
 // CreateInvite makes an invite code (staff).
@@ -345,9 +317,7 @@ func (c *Client) LoadProblems(ctx context.Context, archive io.Reader, file, name
 	if name != "" {
 		q.Set("name", name)
 	}
-	var out struct {
-		Loaded []LoadedProblem `json:"loaded"`
-	}
+	var out Loaded
 	return out.Loaded, c.do(ctx, http.MethodPost, "/api/admin/problems", q, archive, "application/gzip", &out)
 }
 
@@ -360,21 +330,19 @@ func (c *Client) ChangeLeaderboard(ctx context.Context, name string, ch Leaderbo
 // MarkHacked marks (or clears) a submission as hacked (staff).
 func (c *Client) MarkHacked(ctx context.Context, id int64, hacked bool) (*Submission, error) {
 	var out Submission
-	return &out, c.sendJSON(ctx, http.MethodPost, fmt.Sprintf("/api/admin/submissions/%d/hacked", id), map[string]bool{"hacked": hacked}, &out)
+	return &out, c.sendJSON(ctx, http.MethodPost, fmt.Sprintf("/api/admin/submissions/%d/hacked", id), HackedRequest{Hacked: hacked}, &out)
 }
 
 // Flagged lists the submissions the scanner flagged, awaiting review (staff).
-func (c *Client) Flagged(ctx context.Context) ([]*Submission, error) {
-	var out struct {
-		Submissions []*Submission `json:"submissions"`
-	}
+func (c *Client) Flagged(ctx context.Context) ([]Submission, error) {
+	var out Flagged
 	return out.Submissions, c.getJSON(ctx, "/api/admin/review", nil, &out)
 }
 
 // Review clears a flagged submission or confirms it as a cheat (staff).
 func (c *Client) Review(ctx context.Context, id int64, review string) (*Submission, error) {
 	var out Submission
-	return &out, c.sendJSON(ctx, http.MethodPost, fmt.Sprintf("/api/admin/submissions/%d/review", id), map[string]string{"review": review}, &out)
+	return &out, c.sendJSON(ctx, http.MethodPost, fmt.Sprintf("/api/admin/submissions/%d/review", id), ReviewRequest{Review: review}, &out)
 }
 
 // DeleteSubmission deletes a submission (staff).
