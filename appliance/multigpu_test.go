@@ -153,9 +153,11 @@ func TestDaemon_FakeGPUGang(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One write(2) per line: the two ranks share stdout, and a pipe keeps a
+	// short write whole where print's pieces would interleave.
 	probe := append([]byte(`import os
-print("VISIBLE", os.environ.get("CUDA_VISIBLE_DEVICES"), "NCCL_NVLS_ENABLE", os.environ.get("NCCL_NVLS_ENABLE"))
-print("DEV", " ".join(sorted(n for n in os.listdir("/dev") if n.startswith("nvidia"))))
+os.write(1, f"VISIBLE {os.environ.get('CUDA_VISIBLE_DEVICES')} NCCL_NVLS_ENABLE {os.environ.get('NCCL_NVLS_ENABLE')}\n".encode())
+os.write(1, ("DEV " + " ".join(sorted(n for n in os.listdir("/dev") if n.startswith("nvidia"))) + "\n").encode())
 `), tmpl...)
 	sub, err := td.admin.Submit(ctx, api.SubmitRequest{Leaderboard: "allreduce2", GPU: "H200", Mode: "test", Code: probe})
 	if err != nil {
