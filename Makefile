@@ -4,7 +4,7 @@ BIN     := bin/kernelbox
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # Lazy binding: the NVML library is bound only when first called, so the
 # binary starts on hosts without the NVIDIA driver.
-LDFLAGS := -X kernelbox/appliance.Version=$(VERSION) -extldflags=-Wl,-z,lazy
+LDFLAGS := -X kernelbox/appliance/cli.Version=$(VERSION) -extldflags=-Wl,-z,lazy
 # seccomp in libcontainer needs cgo, libseccomp-dev and this tag.
 export CGO_ENABLED := 1
 export GOFLAGS := -tags=seccomp
@@ -12,7 +12,7 @@ export GOFLAGS := -tags=seccomp
 # deprecated; the warnings say nothing about our code.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: help setup build demo test test/race test/short lint tidy
+.PHONY: help setup build cross demo test test/race test/short lint tidy
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -22,6 +22,16 @@ setup: ## install the system packages the build and the CPU backend need (idempo
 
 build: ## build bin/kernelbox
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kernelbox
+
+# The contestant's client: no cgo, so none of the daemon's systems.
+CROSS := darwin/amd64 darwin/arm64 windows/amd64 windows/arm64 linux/amd64 linux/arm64
+cross: ## build the client-only CLI for macOS, Windows and Linux (CGO_ENABLED=0) into bin/
+	@for t in $(CROSS); do \
+	  os=$${t%/*}; arch=$${t#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+	  echo "cross $$t"; \
+	  GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 GOFLAGS= $(GO) build -ldflags '-X kernelbox/appliance/cli.Version=$(VERSION)' \
+	    -o bin/kernelbox-$$os-$$arch$$ext ./cmd/kernelbox || exit 1; \
+	done
 
 demo: setup build ## start the daemon on a temp dir, submit the bundled vectoradd solutions through the CLI, show the ranking, stop
 	KB=./$(BIN) ./packaging/demo.sh
@@ -35,9 +45,13 @@ test/short: ## the fast tests only (no Python, no fixtures)
 test/race: setup ## the tests under the race detector
 	$(GO) test -race -count=1 -timeout 60m ./...
 
-lint: ## gofmt and go vet
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+lint: ## gofmt, go vet and staticcheck (fetched from the module proxy on first use)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	GOOS=darwin CGO_ENABLED=0 GOFLAGS= $(GO) vet ./appliance/api ./appliance/cli ./cmd/kernelbox
+	$(GO) run $(STATICCHECK) ./...
 
 tidy: ## go mod tidy
 	$(GO) mod tidy

@@ -1,14 +1,18 @@
 package kernelbox_test
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
 )
 
 // TestImportDirection enforces the layering of STYLE.md: problems and
-// policies are leaves; gpu, sandbox and queue import only leaves; only
-// appliance imports them all; cmd imports only appliance.
+// policies are leaves; gpu, sandbox and queue import only leaves;
+// appliance/api (the wire contract) imports only leaves; appliance (the
+// daemon) imports them all but not the command line; appliance/cli
+// imports the daemon only for the commands that run it; cmd imports only
+// appliance/cli.
 func TestImportDirection(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...").Output()
 	if err != nil {
@@ -21,8 +25,10 @@ func TestImportDirection(t *testing.T) {
 		"kernelbox/gpu":           func(d string) bool { return leaves[d] },
 		"kernelbox/sandbox":       func(d string) bool { return leaves[d] },
 		"kernelbox/queue":         func(d string) bool { return leaves[d] },
-		"kernelbox/appliance":     func(d string) bool { return d != "kernelbox/cmd/kernelbox" },
-		"kernelbox/cmd/kernelbox": func(d string) bool { return d == "kernelbox/appliance" },
+		"kernelbox/appliance/api": func(d string) bool { return leaves[d] },
+		"kernelbox/appliance":     func(d string) bool { return d != "kernelbox/cmd/kernelbox" && d != "kernelbox/appliance/cli" },
+		"kernelbox/appliance/cli": func(d string) bool { return d != "kernelbox/cmd/kernelbox" },
+		"kernelbox/cmd/kernelbox": func(d string) bool { return d == "kernelbox/appliance/cli" },
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
@@ -49,6 +55,29 @@ func TestPackageDocs(t *testing.T) {
 		pkg, doc, _ := strings.Cut(line, "|")
 		if strings.TrimSpace(doc) == "" {
 			t.Errorf("package %s has no doc comment", pkg)
+		}
+	}
+}
+
+// TestClientBuildIsLean: the contestant's client (a build without cgo, as
+// for macOS and Windows laptops) links none of the daemon's systems: no
+// libcontainer, libseccomp, NVML, SQLite, nor the packages that own them.
+func TestClientBuildIsLean(t *testing.T) {
+	for _, target := range []string{"darwin/arm64", "windows/amd64", "linux/amd64"} {
+		goos, goarch, _ := strings.Cut(target, "/")
+		cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "./cmd/kernelbox")
+		cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0", "GOFLAGS=")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps for %s: %v", target, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, banned := range []string{"kernelbox/appliance", "kernelbox/sandbox", "kernelbox/gpu", "kernelbox/queue",
+				"github.com/opencontainers/", "github.com/seccomp/", "github.com/NVIDIA/", "github.com/mattn/go-sqlite3", "github.com/containerd/"} {
+				if dep == banned || (strings.HasSuffix(banned, "/") && strings.HasPrefix(dep, banned)) {
+					t.Errorf("the %s client build links %s", target, dep)
+				}
+			}
 		}
 	}
 }

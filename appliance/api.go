@@ -160,7 +160,7 @@ func pathID(r *http.Request) (int64, error) {
 }
 
 func (a *API) health(w http.ResponseWriter, r *http.Request) error {
-	h := api.Health{Status: "ok", Version: version(), GPUs: map[string]int{}, Reasons: a.svc.health}
+	h := api.Health{Status: "ok", Version: a.svc.cfg.Version, GPUs: map[string]int{}, Reasons: a.svc.health}
 	if len(a.svc.health) > 0 {
 		h.Status = "degraded"
 	}
@@ -601,7 +601,7 @@ func (a *API) adminProblems(w http.ResponseWriter, r *http.Request) error {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
 	}
-	dir, err := unpackProblemSet(http.MaxBytesReader(w, r.Body, a.svc.cfg.MaxProblemBytes), parent)
+	dir, err := api.UnpackProblemSet(http.MaxBytesReader(w, r.Body, a.svc.cfg.MaxProblemBytes), parent)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"kernelbox/gpu"
+	"kernelbox/policies"
 	"kernelbox/problems"
 )
 
@@ -36,6 +37,9 @@ func (e *ConfigError) Unwrap() error { return ErrConfig }
 // Config is the daemon's configuration: DefaultConfig, then the config
 // file, then flags.
 type Config struct {
+	// Version is the binary's, reported by the health endpoint and stored
+	// with every run; the command line sets it, no file does.
+	Version string `yaml:"-"`
 	// DataDir holds the databases, loaded problems, the admin token and the
 	// unix socket.
 	DataDir string `yaml:"data"`
@@ -108,14 +112,14 @@ type ProfilerConfig struct {
 	// per counter pass.
 	MaxKernels int `yaml:"max_kernels"`
 	// MaxReport caps a stored .ncu-rep file, like 256M.
-	MaxReport string `yaml:"max_report"`
+	MaxReport policies.ByteSize `yaml:"max_report"`
 }
 
 // BudgetConfig is the sandboxes' shared budget; zero fields are unlimited.
 type BudgetConfig struct {
-	Memory string  `yaml:"memory"` // like 48G
-	CPUs   float64 `yaml:"cpus"`
-	Pids   int64   `yaml:"pids"`
+	Memory policies.ByteSize `yaml:"memory"` // like 48G
+	CPUs   float64           `yaml:"cpus"`
+	Pids   int64             `yaml:"pids"`
 }
 
 // MeasureConfig makes ranked timings comparable: a pre-flight gate before
@@ -127,8 +131,8 @@ type MeasureConfig struct {
 	Wait     time.Duration `yaml:"wait"`
 	// MemorySlack is how far above its idle baseline a GPU's used memory
 	// may be before a run (like 512M).
-	MemorySlack string        `yaml:"memory_slack"`
-	SampleEvery time.Duration `yaml:"sample_every"`
+	MemorySlack policies.ByteSize `yaml:"memory_slack"`
+	SampleEvery time.Duration     `yaml:"sample_every"`
 	// ThrottleMask are the clock-event reasons that void a run; 0 for the
 	// default (hardware slowdown, thermal, power brake).
 	ThrottleMask uint64 `yaml:"throttle_mask"`
@@ -138,7 +142,7 @@ type MeasureConfig struct {
 	// Clocks lock a GPU type's SM clock: "1500" or "1400-1600" MHz, or
 	// "standard" for AMD's profile_standard (which an AMD GPU gets for any
 	// entry). Types without an entry keep the driver's default.
-	Clocks map[string]string `yaml:"clocks"`
+	Clocks map[string]ClockSetting `yaml:"clocks"`
 	// Ceilings are a GPU type's peak rates for the problems' physics
 	// floors, over the datasheet figures kernelbox knows (gpu.PeakOf); a
 	// type with neither has no floor.
@@ -164,8 +168,7 @@ func (m MeasureConfig) ceilings(slot Slot) *problems.Ceilings {
 }
 
 func (m MeasureConfig) gateConfig() gpu.GateConfig {
-	slack, _ := parseBytes(m.MemorySlack)
-	return gpu.GateConfig{MaxTempC: m.MaxTempC, Wait: m.Wait, MemorySlack: uint64(slack), ThrottleMask: m.throttleMask()}
+	return gpu.GateConfig{MaxTempC: m.MaxTempC, Wait: m.Wait, MemorySlack: uint64(m.MemorySlack), ThrottleMask: m.throttleMask()}
 }
 
 func (m MeasureConfig) throttleMask() uint64 {
@@ -175,35 +178,59 @@ func (m MeasureConfig) throttleMask() uint64 {
 	return m.ThrottleMask
 }
 
-// clockStandard in measurement.clocks asks for AMD's profile_standard
-// level; an AMD GPU gets it whatever the entry says.
-const clockStandard = "standard"
+// ClockSetting is one entry of measurement.clocks, read once from the
+// config: an SM clock range in MHz ("1500", "1400-1600"), or Standard,
+// AMD's profile_standard level ("standard"), which an AMD GPU gets for
+// any entry.
+type ClockSetting struct {
+	Standard bool
+	Lo, Hi   uint32
+}
 
-// clockRange reads "1500" or "1400-1600".
-func clockRange(s string) (lo, hi uint32, err error) {
-	a, b, isRange := strings.Cut(strings.TrimSpace(s), "-")
+// UnmarshalText reads "standard", "1500" or "1400-1600".
+func (c *ClockSetting) UnmarshalText(text []byte) error {
+	s := strings.TrimSpace(string(text))
+	if s == "standard" {
+		*c = ClockSetting{Standard: true}
+		return nil
+	}
+	bad := fmt.Errorf("clock %q: want MHz like 1500 or 1400-1600, or standard", s)
+	a, b, isRange := strings.Cut(s, "-")
 	x, err := strconv.ParseUint(strings.TrimSpace(a), 10, 32)
-	if err != nil {
-		return 0, 0, fmt.Errorf("clock %q: want MHz like 1500 or 1400-1600", s)
+	if err != nil || x == 0 {
+		return bad
 	}
 	y := x
 	if isRange {
 		if y, err = strconv.ParseUint(strings.TrimSpace(b), 10, 32); err != nil || y < x {
-			return 0, 0, fmt.Errorf("clock %q: want MHz like 1500 or 1400-1600", s)
+			return bad
 		}
 	}
-	return uint32(x), uint32(y), nil
+	*c = ClockSetting{Lo: uint32(x), Hi: uint32(y)}
+	return nil
+}
+
+// MarshalText writes the setting the way the config holds it.
+func (c ClockSetting) MarshalText() ([]byte, error) {
+	switch {
+	case c.Standard:
+		return []byte("standard"), nil
+	case c.Lo == c.Hi:
+		return []byte(strconv.FormatUint(uint64(c.Lo), 10)), nil
+	}
+	return []byte(fmt.Sprintf("%d-%d", c.Lo, c.Hi)), nil
 }
 
 // DefaultConfig is the configuration without a file or flags.
 func DefaultConfig() Config {
 	return Config{
+		Version: "dev",
 		DataDir: "/var/lib/kernelbox",
 		Listen:  "127.0.0.1:8470",
 		GPUs:    "auto",
-		Measurement: MeasureConfig{Gate: true, MaxTempC: 80, Wait: 2 * time.Minute, MemorySlack: "512M",
+		Measurement: MeasureConfig{Gate: true, MaxTempC: 80, Wait: 2 * time.Minute, MemorySlack: 512 << 20,
 			SampleEvery: 100 * time.Millisecond, HealthWait: 30 * time.Second},
-		Profiler:          ProfilerConfig{MaxKernels: 10, MaxReport: "256M"},
+		Profiler:          ProfilerConfig{MaxKernels: 10, MaxReport: 256 << 20},
 		CPUSlots:          1,
 		Sandbox:           true,
 		Library:           true,
@@ -214,7 +241,7 @@ func DefaultConfig() Config {
 		BackfillLimit:     4,
 		AgePerSecond:      1000,
 		RateLimits:        map[string]int{api.CategoryTest: 120, api.CategoryRanked: 30},
-		MaxUploadBytes:    maxSubmissionBytes,
+		MaxUploadBytes:    problems.MaxSubmissionBytes,
 		MaxProblemBytes:   64 << 20,
 		CgroupParent:      "kernelbox",
 	}
@@ -254,27 +281,14 @@ func (c *Config) Validate() error {
 	if m := c.Measurement; m.Wait < 0 || m.SampleEvery < 10*time.Millisecond {
 		bad("measurement", "wait must not be negative and sample_every at least 10ms")
 	}
-	if c.Measurement.MemorySlack != "" {
-		if _, err := parseBytes(c.Measurement.MemorySlack); err != nil {
-			bad("measurement.memory_slack", "%v", err)
-		}
-	}
 	if p := c.Profiler; p.MaxKernels < 1 || p.MaxKernels > 1000 {
 		bad("profiler.max_kernels", "want 1 to 1000 kernels, got %d", p.MaxKernels)
 	}
-	if n, err := parseBytes(c.Profiler.MaxReport); err != nil || n < 1<<20 {
-		bad("profiler.max_report", "want a size of at least 1M, like 256M, got %q", c.Profiler.MaxReport)
+	if c.Profiler.MaxReport < 1<<20 {
+		bad("profiler.max_report", "want a size of at least 1M, like 256M, got %s", c.Profiler.MaxReport)
 	}
 	if p := c.Profiler.NCU; p != "" && p != "off" && !filepath.IsAbs(p) {
 		bad("profiler.ncu", "want an absolute path or off, got %q", p)
-	}
-	for t, v := range c.Measurement.Clocks {
-		if v == clockStandard {
-			continue
-		}
-		if _, _, err := clockRange(v); err != nil {
-			bad("measurement.clocks", "%s: %v", t, err)
-		}
 	}
 	if s := c.Measurement.FloorSlack; s < 0 || s > 1 {
 		bad("measurement.floor_slack", "want a fraction between 0 and 1, got %g", s)
@@ -316,10 +330,8 @@ func (c *Config) Validate() error {
 	if c.MaxProblemBytes < 1<<20 {
 		bad("max_problem_bytes", "want at least 1 MiB, got %d", c.MaxProblemBytes)
 	}
-	if c.Budget.Memory != "" {
-		if n, err := parseBytes(c.Budget.Memory); err != nil || (n > 0 && n < 256<<20) {
-			bad("budget.memory", "want a size of at least 256M, like 48G, got %q", c.Budget.Memory)
-		}
+	if n := c.Budget.Memory; n < 0 || (n > 0 && n < 256<<20) {
+		bad("budget.memory", "want a size of at least 256M, like 48G, got %s", n)
 	}
 	if c.Budget.CPUs < 0 || c.Budget.Pids < 0 {
 		bad("budget", "cpus and pids must not be negative")

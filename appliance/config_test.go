@@ -80,3 +80,66 @@ func TestCPUSlots(t *testing.T) {
 		}
 	}
 }
+
+// TestConfig_TypedValues: sizes and clock ranges are read once, when the
+// file is loaded, and a bad one is refused there with the key's line.
+func TestConfig_TypedValues(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	load := func(body string) (Config, error) {
+		p := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+".yaml")
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c := DefaultConfig()
+		return c, c.LoadConfigFile(p)
+	}
+	c, err := load("budget: {memory: 48G}\nprofiler: {max_report: 64M}\n" +
+		"measurement: {memory_slack: 1G, clocks: {H200: 1400-1600, H100: \"1500\", MI300X: standard}}\n")
+	if err != nil {
+		t.Fatalf("LoadConfigFile: %v", err)
+	}
+	c.DataDir = "/srv/kb"
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Validate() = %v", err)
+	}
+	want := map[string]ClockSetting{"H200": {Lo: 1400, Hi: 1600}, "H100": {Lo: 1500, Hi: 1500}, "MI300X": {Standard: true}}
+	if c.Budget.Memory != 48<<30 || c.Profiler.MaxReport != 64<<20 || c.Measurement.MemorySlack != 1<<30 ||
+		len(c.Measurement.Clocks) != 3 || c.Measurement.Clocks["H200"] != want["H200"] ||
+		c.Measurement.Clocks["H100"] != want["H100"] || c.Measurement.Clocks["MI300X"] != want["MI300X"] {
+		t.Errorf("loaded = budget %d, max_report %d, slack %d, clocks %+v", c.Budget.Memory, c.Profiler.MaxReport,
+			c.Measurement.MemorySlack, c.Measurement.Clocks)
+	}
+	for _, tt := range []struct{ body, want string }{
+		{"budget: {memory: lots}\n", `"lots" is not a size`},
+		{"measurement: {clocks: {H200: 1600-1400}}\n", `clock "1600-1400"`},
+		{"measurement: {clocks: {H200: fast}}\n", `clock "fast"`},
+		{"profiler: {max_report: 12Q}\n", `"12Q" is not a size`},
+	} {
+		if _, err := load(tt.body); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("LoadConfigFile(%q) = %v, want ErrConfig saying %s", tt.body, err, tt.want)
+		}
+	}
+	small := DefaultConfig()
+	small.Budget.Memory = 100 << 20
+	small.Profiler.MaxReport = 10
+	err = small.Validate()
+	for _, field := range []string{"config budget.memory", "config profiler.max_report"} {
+		if err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("Validate() = %v, want an error naming %q", err, field)
+		}
+	}
+}
+
+func TestClockSetting_RoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"standard", "1500", "1400-1600"} {
+		var c ClockSetting
+		if err := c.UnmarshalText([]byte(s)); err != nil {
+			t.Fatalf("UnmarshalText(%q): %v", s, err)
+		}
+		if got, _ := c.MarshalText(); string(got) != s {
+			t.Errorf("MarshalText(UnmarshalText(%q)) = %q", s, got)
+		}
+	}
+}

@@ -132,7 +132,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	d.runner = &runner{svc: d.svc, slots: slots, launch: launch, python: it, workRoot: filepath.Join(d.cfg.DataDir, "work"),
 		log: d.log.With("component", "runner"), measure: d.cfg.Measurement, driver: d.inventory.Driver, profiler: d.profiler}
-	d.runner.maxReport, _ = parseBytes(d.cfg.Profiler.MaxReport) // checked by Validate
+	d.runner.maxReport = int64(d.cfg.Profiler.MaxReport)
 	if d.monitor != nil {
 		d.runner.monitor = d.monitor
 	}
@@ -209,18 +209,18 @@ func (d *Daemon) openMonitor(slots []Slot) {
 				continue
 			}
 			s.Clocks = "profile_standard"
-			if spec != clockStandard {
+			if !spec.Standard {
 				s.Clocks += " (amdgpu picks the clocks; the MHz in the config are not applied)"
 			}
 			d.log.Info("clocks fixed at profile_standard", "gpu", s.GPU.UUID)
 			continue
 		}
-		if spec == clockStandard {
+		if spec.Standard {
 			s.Clocks = "default (standard is AMD's profile_standard; NVIDIA GPUs need MHz)"
 			d.log.Warn("measurement.clocks: standard is for AMD GPUs", "gpu", s.GPU.UUID)
 			continue
 		}
-		lo, hi, _ := clockRange(spec) // checked by Validate
+		lo, hi := spec.Lo, spec.Hi
 		if err := m.LockClocks(s.GPU.UUID, lo, hi); err != nil {
 			s.Clocks = "default (locking failed: " + err.Error() + ")"
 			d.log.Warn("clock lock refused; the GPU keeps its default clocks", "gpu", s.GPU.UUID, "err", err)
@@ -249,7 +249,7 @@ func (d *Daemon) prepareRunner(ctx context.Context) (*problems.Interpreter, laun
 	if !d.cfg.Sandbox {
 		d.log.Warn("the sandbox is off: submissions run as the daemon's user, with its access (development only)")
 		return it, func(gang, problems.Mode) (problems.Launcher, []string) {
-			return problems.ExecLauncher{}, sandboxEnv(it.BinDir)
+			return problems.ExecLauncher{}, SandboxEnv(it.BinDir)
 		}
 	}
 	rt, err := sandbox.NewRuntime(filepath.Join(d.cfg.DataDir, "sandbox"), d.log)
@@ -261,11 +261,7 @@ func (d *Daemon) prepareRunner(ctx context.Context) (*problems.Interpreter, laun
 		return it, nil
 	}
 	d.rt = rt
-	var mem int64
-	if d.cfg.Budget.Memory != "" {
-		mem, _ = parseBytes(d.cfg.Budget.Memory) // checked by Validate
-	}
-	if err := rt.SetBudget(sandbox.Budget{Memory: mem, CPUs: d.cfg.Budget.CPUs, Pids: d.cfg.Budget.Pids}); err != nil {
+	if err := rt.SetBudget(sandbox.Budget{Memory: int64(d.cfg.Budget.Memory), CPUs: d.cfg.Budget.CPUs, Pids: d.cfg.Budget.Pids}); err != nil {
 		d.svc.health = append(d.svc.health, fmt.Sprintf("sandbox budget: %v", err))
 		return it, nil
 	}
@@ -278,17 +274,14 @@ func (d *Daemon) prepareRunner(ctx context.Context) (*problems.Interpreter, laun
 	for _, b := range d.cfg.Binds {
 		extra = append(extra, sandbox.Bind{Source: b})
 	}
-	binds := harnessBinds(it, extra)
-	env := sandboxEnv(it.BinDir)
 	return it, func(g gang, mode problems.Mode) (problems.Launcher, []string) {
-		lim := policies.ForMode(string(mode), 0)
-		lim.Cpuset = g.cpuset()
-		b := binds
+		spec := LauncherSpec{Python: it, Binds: extra, Devices: g.devices(mode), Limits: policies.ForMode(string(mode), 0), Mask: g.mask()}
+		spec.Limits.Cpuset = g.cpuset()
 		if mode == problems.ModeProfile && g[0].GPU != nil {
-			b = append(append([]sandbox.Bind(nil), binds...), d.profilerBinds...)
+			spec.Binds = append(append([]sandbox.Bind(nil), extra...), d.profilerBinds...)
 		}
-		return &sandboxLauncher{rt: rt, binds: b, limits: lim, devices: g.devices(mode), mask: g.mask()},
-			append(append([]string(nil), env...), g.env()...)
+		l, env := NewSandboxLauncher(rt, spec)
+		return l, append(env, g.env()...)
 	}
 }
 

@@ -101,7 +101,7 @@ func startDaemonWith(t testing.TB, dir string, mutate func(*Config), prepare fun
 	cfg.LeaseTTL = 3 * time.Second
 	cfg.Grace = 5 * time.Second
 	cfg.CgroupParent = testCgroupParent(t)
-	cfg.Budget = BudgetConfig{Memory: "8G", Pids: 8000}
+	cfg.Budget = BudgetConfig{Memory: 8 << 30, Pids: 8000}
 	cfg.GPUs = "none" // the tests of fake GPUs turn it on; the real ones stay out of the way
 	if mutate != nil {
 		mutate(&cfg)
@@ -224,7 +224,7 @@ func TestDaemon_SubmitThroughCLI(t *testing.T) {
 	if code != api.ExitOK {
 		t.Fatalf("submit correct = exit %d\n%s%s", code, out, errOut)
 	}
-	var res SubmitResult
+	var res api.SubmitResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("submit --json printed %q: %v", out, err)
 	}
@@ -257,7 +257,7 @@ func TestDaemon_SubmitThroughCLI(t *testing.T) {
 	if code != api.ExitOK {
 		t.Fatalf("submit leaderboard = exit %d\n%s%s", code, out, errOut)
 	}
-	res = SubmitResult{}
+	res = api.SubmitResult{}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestDaemon_SubmitThroughCLI(t *testing.T) {
 
 	// A submission that fails only on the secret seed is not ranked.
 	out, _, code = td.cli(ann, "submit", filepath.Join("testdata", "submissions", "secret_fail.py"), "--mode", "leaderboard", "--json")
-	res = SubmitResult{}
+	res = api.SubmitResult{}
 	_ = json.Unmarshal([]byte(out), &res)
 	if code != api.ExitFailed || res.Passed || res.Score != nil || !strings.Contains(res.Reason, "secret") {
 		t.Errorf("submit secret_fail = exit %d, %+v; want exit 1, not passed, no score, a secret-run reason", code, res)
@@ -333,8 +333,8 @@ func TestDaemon_SubmitThroughCLI(t *testing.T) {
 	}
 	out, _, code = td.cli(ann, "submissions", "show", strconv.FormatInt(queued.ID, 10), "--json")
 	var shown struct {
-		Status string        `json:"status"`
-		Result *SubmitResult `json:"result"`
+		Status string            `json:"status"`
+		Result *api.SubmitResult `json:"result"`
 	}
 	if err := json.Unmarshal([]byte(out), &shown); code != 0 || err != nil || shown.Status != api.StatusDone || shown.Result == nil || !shown.Result.Passed {
 		t.Errorf("submissions show --json = exit %d, %q; want done with a passed result", code, out)
@@ -791,7 +791,7 @@ func TestDaemon_FakeGPUMeasurement(t *testing.T) {
 	td := startDaemonWith(t, t.TempDir(), func(c *Config) {
 		c.CPUSlots, c.GPUs = 0, "auto"
 		c.Measurement.Wait, c.Measurement.SampleEvery, c.Measurement.HealthWait = 100*time.Millisecond, 10*time.Millisecond, 100*time.Millisecond
-		c.Measurement.Clocks = map[string]string{"H200": "1500"}
+		c.Measurement.Clocks = map[string]ClockSetting{"H200": {Lo: 1500, Hi: 1500}}
 	}, func(d *Daemon) {
 		d.nvml = fake
 		d.gpuRoot = filepath.Join("..", "gpu", "testdata", "nvidia")
@@ -915,7 +915,7 @@ func TestDaemon_FakeGPUProfile(t *testing.T) {
 	td := startDaemonWith(t, dir, func(c *Config) {
 		c.CPUSlots, c.GPUs = 0, "auto"
 		c.Profiler.NCU, c.Profiler.MaxKernels = ncu, 4
-		c.Measurement.Clocks = map[string]string{"H200": "1500"}
+		c.Measurement.Clocks = map[string]ClockSetting{"H200": {Lo: 1500, Hi: 1500}}
 	}, func(d *Daemon) {
 		d.nvml = &gputest.NVML{Driver: "580.0", GPUs: []gputest.GPU{{Name: "NVIDIA H200", UUID: "GPU-aaaa", Minor: 0,
 			PCI: "00000000:00:06.0", NUMA: -1, Temp: 40, SMClockMHz: 1500, MaxSMMHz: 1980, PowerMW: 100000}}}
@@ -999,7 +999,7 @@ func TestDaemon_FakeAMD(t *testing.T) {
 	td := startDaemonWith(t, t.TempDir(), func(c *Config) {
 		c.CPUSlots, c.GPUs = 0, "auto"
 		c.Measurement.Wait, c.Measurement.SampleEvery, c.Measurement.HealthWait = 100*time.Millisecond, 10*time.Millisecond, 100*time.Millisecond
-		c.Measurement.Clocks = map[string]string{"MI325X": "standard"}
+		c.Measurement.Clocks = map[string]ClockSetting{"MI325X": {Standard: true}}
 	}, func(d *Daemon) {
 		d.nvml = &gputest.NVML{InitErr: gpu.ErrNotSupported}
 		d.gpuRoot = root

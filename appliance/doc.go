@@ -1,8 +1,8 @@
-// Package appliance is the orchestrator: the command line, the daemon
-// (`kernelbox serve`), its store, its runner and its HTTP API, and the
-// typed client every other command uses. It is the only package that
-// imports the others (problems, policies, queue, sandbox, gpu);
-// cmd/kernelbox imports only appliance.
+// Package appliance is the daemon (`kernelbox serve`): its store, its
+// runner, its HTTP API and its configuration. It is the only package that
+// imports the systems below it (problems, policies, queue, sandbox, gpu);
+// the wire contract it serves is package appliance/api, and the command
+// line that starts it is package appliance/cli, which cmd/kernelbox wires.
 //
 // The pieces, by file:
 //   - store.go, leaderboards.go, submissions.go: the appliance's SQLite
@@ -12,8 +12,10 @@
 //     and after a reap or a failed enqueue.
 //   - service.go: the checks of a submission and everything between the API
 //     and the store and queue.
-//   - runner.go: one goroutine per slot that claims, runs and records jobs.
-//   - api.go, errors.go: the HTTP API and its one error model.
+//   - runner.go: one dispatcher per GPU type that claims, runs and
+//     records jobs on gangs of slots.
+//   - launcher.go: the sandboxed harness launcher, built in one place for
+//     the daemon and `kernelbox eval --sandbox`.
+//   - api.go, profile.go, problemset.go: the HTTP API's handlers.
 //   - daemon.go, config.go: start-up, recovery and graceful shutdown.
-//   - client.go, clientcmd.go, cli.go: the client and the commands.
 package appliance

@@ -1,31 +1,15 @@
 package appliance
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"net/http"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"kernelbox/appliance/api"
 
 	"kernelbox/problems"
-)
-
-// Limits of an uploaded problem set once unpacked.
-const (
-	maxProblemSetFiles = 20000
-	maxProblemSetBytes = 512 << 20
 )
 
 // loadProblemSet puts a problem set that lies under root on the leaderboards:
@@ -112,144 +96,4 @@ func (s *Service) loadLibrary(ctx context.Context, dir string) ([]api.LoadedProb
 		return nil, fmt.Errorf("load library: %w", err)
 	}
 	return s.loadProblemSet(ctx, dir, problems.LibraryCompetition, "")
-}
-
-// unpackProblemSet unpacks a gzipped tar into a new directory under parent
-// and returns it. Only directories and regular files are taken; a path that
-// is absolute or climbs out, a link, or a set too large is refused.
-func unpackProblemSet(r io.Reader, parent string) (string, error) {
-	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	dir := filepath.Join(parent, time.Now().UTC().Format("20060102T150405")+"-"+hex.EncodeToString(b[:]))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("unpack problem set: %w", err)
-	}
-	fail := func(err error) (string, error) {
-		os.RemoveAll(dir)
-		return "", err
-	}
-	// A body over the upload cap shows up as a read error anywhere below.
-	damaged := func(format string, args ...any) (string, error) {
-		var mbe *http.MaxBytesError
-		for _, a := range args {
-			if e, ok := a.(error); ok && errors.As(e, &mbe) {
-				return fail(api.Errorf(api.CodeTooLarge, "the problem set is over the %d-byte upload limit", mbe.Limit))
-			}
-		}
-		return fail(api.Errorf(api.CodeInvalid, format, args...))
-	}
-	zr, err := gzip.NewReader(r)
-	if err != nil {
-		return damaged("the problem set is not a gzipped tar: %v", err)
-	}
-	tr := tar.NewReader(zr)
-	var files int
-	var total int64
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return damaged("the problem set archive is damaged: %v", err)
-		}
-		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
-		if name == "." {
-			continue
-		}
-		if path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") || strings.Contains(name, "\\") {
-			return fail(api.Errorf(api.CodeInvalid, "the problem set has a path outside itself: %q", h.Name))
-		}
-		dst := filepath.Join(dir, filepath.FromSlash(name))
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(dst, 0o755); err != nil {
-				return fail(fmt.Errorf("unpack problem set: %w", err))
-			}
-		case tar.TypeReg:
-			files++
-			total += h.Size
-			if files > maxProblemSetFiles || total > maxProblemSetBytes {
-				return fail(api.Errorf(api.CodeTooLarge, "the problem set unpacks to more than %d files or %d MiB", maxProblemSetFiles, maxProblemSetBytes>>20))
-			}
-			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-				return fail(fmt.Errorf("unpack problem set: %w", err))
-			}
-			f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-			if err != nil {
-				return fail(api.Errorf(api.CodeInvalid, "the problem set has %q twice or in a bad place: %v", h.Name, err))
-			}
-			_, err = io.CopyN(f, tr, h.Size)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return damaged("the problem set archive is damaged at %q: %v", h.Name, err)
-			}
-		default:
-			return fail(api.Errorf(api.CodeInvalid, "the problem set has %q, which is not a file or a directory (links are not taken)", h.Name))
-		}
-	}
-	return dir, nil
-}
-
-// packProblemSet writes dir as a gzipped tar, leaving out hidden entries
-// and Python caches: what `kernelbox admin problems load` uploads.
-func packProblemSet(w io.Writer, dir string) error {
-	zw := gzip.NewWriter(w)
-	tw := tar.NewWriter(zw)
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil || rel == "." {
-			return err
-		}
-		base := d.Name()
-		if strings.HasPrefix(base, ".") || base == "__pycache__" || base == "node_modules" {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if !info.Mode().IsRegular() && !info.IsDir() {
-			return nil // links and devices are not part of a problem
-		}
-		h, err := tar.FileInfoHeader(info, "")
-		if err != nil {
-			return err
-		}
-		h.Name = filepath.ToSlash(rel)
-		if info.IsDir() {
-			h.Name += "/"
-		}
-		h.Uname, h.Gname, h.Uid, h.Gid = "", "", 0, 0
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if info.IsDir() {
-			return nil
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		_, err = io.Copy(tw, f)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("pack %s: %w", dir, err)
-	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	return zw.Close()
 }

@@ -3,7 +3,6 @@ package appliance
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -68,43 +67,10 @@ func (r *runner) keepProfile(runID int64, p *problems.ProfileResult) (string, er
 		return "", fmt.Errorf("keep profile of run %d: %w", runID, err)
 	}
 	name := profileName(runID)
-	if err := copyFile(p.File, filepath.Join(dir, name)); err != nil {
+	if err := problems.CopyFileAtomic(p.File, filepath.Join(dir, name)); err != nil {
 		return "", fmt.Errorf("keep profile of run %d: %w", runID, err)
 	}
 	return name, nil
-}
-
-// writeAtomic writes a file whole or not at all: into a temporary file
-// beside path (mode 0600), renamed over path once write has succeeded.
-func writeAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	err = write(tmp)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
-}
-
-// copyFile copies src to dst with writeAtomic.
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	return writeAtomic(dst, func(w io.Writer) error {
-		_, err := io.Copy(w, in)
-		return err
-	})
 }
 
 // profile serves a run's .ncu-rep to whoever may see the submission.

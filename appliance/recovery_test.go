@@ -23,42 +23,15 @@ import (
 	"kernelbox/queue"
 )
 
-// serveEnv makes the test binary run `kernelbox serve` with the arguments
-// after "--": the kill -9 test needs the daemon in a process of its own.
-const serveEnv = "KERNELBOX_TEST_SERVE"
-
-// cliEnv makes it run the command line after "--", printing an error as
-// cmd/kernelbox does (runCLI).
-const cliEnv = "KERNELBOX_TEST_CLI"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(cliEnv) == "1" {
-		args := []string{"kernelbox"}
-		for i, a := range os.Args {
-			if a == "--" {
-				args = append(args, os.Args[i+1:]...)
-				break
-			}
-		}
-		err := Run(context.Background(), args, os.Stdout, os.Stderr)
-		var ee *ExitError
-		if err != nil && (!errors.As(err, &ee) || ee.Err != nil) {
-			fmt.Fprintf(os.Stderr, "kernelbox: %v\n", err)
-		}
-		os.Exit(ExitCode(err))
-	}
-	if os.Getenv(serveEnv) == "1" {
-		args := []string{"kernelbox", "serve"}
-		for i, a := range os.Args {
-			if a == "--" {
-				args = append(args, os.Args[i+1:]...)
-				break
-			}
-		}
-		os.Exit(ExitCode(Run(context.Background(), args, os.Stdout, os.Stderr)))
-	}
-	os.Exit(m.Run())
-}
+// EnvServe and EnvCLI make this test binary run `kernelbox serve` or the
+// command line with the arguments after "--" (main_test.go's TestMain):
+// the kill -9 test needs the daemon in a process of its own, and runCLI
+// runs each command in one, as a user would. They are exported for the
+// external test package that holds TestMain.
+const (
+	EnvServe = "KERNELBOX_TEST_SERVE"
+	EnvCLI   = "KERNELBOX_TEST_CLI"
+)
 
 // daemonProcess is `kernelbox serve` in a child process.
 type daemonProcess struct {
@@ -72,7 +45,7 @@ func startDaemonProcess(t *testing.T, dir, cgroupParent string) *daemonProcess {
 	it := testutil.RequireTorch(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "--data", dir, "--listen", "127.0.0.1:0",
 		"--cpu-slots", "2", "--no-library", "--python", it.Path, "--grace", "2s", "--cgroup-parent", cgroupParent)
-	cmd.Env = append(os.Environ(), serveEnv+"=1")
+	cmd.Env = append(os.Environ(), EnvServe+"=1")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +105,7 @@ func TestDaemon_KillAndRestart(t *testing.T) {
 	}
 	ctx := t.Context()
 	var archive strings.Builder
-	if err := packProblemSet(&archive, filepath.Join("testdata", "quick")); err != nil {
+	if err := api.PackProblemSet(&archive, filepath.Join("testdata", "quick")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := admin.LoadProblems(ctx, strings.NewReader(archive.String()), "", "quick"); err != nil {
@@ -440,11 +413,11 @@ func TestDaemon_InfrastructureRetries(t *testing.T) {
 			t.Parallel()
 			fl := &flakyLauncher{fails: tc.fails, real: problems.ExecLauncher{}}
 			td := startDaemonWith(t, t.TempDir(), func(c *Config) { c.CPUSlots = 1 }, func(d *Daemon) {
-				d.launch = func(gang, problems.Mode) (problems.Launcher, []string) { return fl, sandboxEnv(d.Python.BinDir) }
+				d.launch = func(gang, problems.Mode) (problems.Launcher, []string) { return fl, SandboxEnv(d.Python.BinDir) }
 			})
 			td.loadQuick()
 			out, errOut, code := td.cli(td.token, "submit", quickSolution("correct/double.py"), "--json")
-			var res SubmitResult
+			var res api.SubmitResult
 			_ = json.Unmarshal([]byte(out), &res)
 			if code != tc.wantExit || res.Status != tc.wantState {
 				t.Fatalf("submit = exit %d, status %q (%s%s); want exit %d, %s", code, res.Status, out, errOut, tc.wantExit, tc.wantState)

@@ -705,7 +705,7 @@ func (r *runner) handle(log *slog.Logger, g gang, l *queue.Lease) {
 	}
 	res.Report, _ = json.Marshal(rep)
 	info := map[string]any{"slot": g.ids(), "gpu": slot.GPUType, "device": slot.Device,
-		"python": r.python.Path, "torch": r.python.Torch, "kernelbox": version(), "wall_ns": wall}
+		"python": r.python.Path, "torch": r.python.Torch, "kernelbox": r.svc.cfg.Version, "wall_ns": wall}
 	if slot.GPU != nil {
 		info["gpu_uuid"], info["gpu_name"], info["driver"], info["clocks"] = slot.GPU.UUID, slot.GPU.Name, r.driver, slot.Clocks
 	}

@@ -147,11 +147,7 @@ func (t *Task) BenchmarksFor(device string) []Case {
 	return t.Benchmarks
 }
 
-var (
-	identRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	knownTop = []string{"files", "lang", "config", "description", "templates", "tests", "benchmarks",
-		"test_timeout", "benchmark_timeout", "ranked_timeout", "ranking_by", "multi_gpu", "gpus", "cpu_benchmarks", "floor"}
-)
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // LoadTask reads and validates dir/task.yml. The error lists every problem
 // found, each naming the file, the line and the field.

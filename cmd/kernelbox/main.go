@@ -1,5 +1,5 @@
 // Command kernelbox is the single kernelbox binary. It only wires: all
-// behaviour lives in package appliance.
+// behaviour lives in package appliance/cli and what it calls.
 package main
 
 import (
@@ -10,7 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"kernelbox/appliance"
+	"kernelbox/appliance/cli"
 )
 
 func main() {
@@ -21,14 +21,14 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return appliance.Run(ctx, args, stdout, stderr)
+	return cli.Run(ctx, args, stdout, stderr)
 }
 
 // report prints an error once and returns the exit status for it.
 func report(err error, stderr io.Writer) int {
-	code := appliance.ExitCode(err)
+	code := cli.ExitCode(err)
 	if err != nil && err.Error() != "" {
-		if ee, ok := err.(*appliance.ExitError); !ok || ee.Err != nil {
+		if ee, ok := err.(*cli.ExitError); !ok || ee.Err != nil {
 			fmt.Fprintf(stderr, "kernelbox: %v\n", err)
 		}
 	}

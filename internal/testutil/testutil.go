@@ -3,8 +3,11 @@
 package testutil
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -70,4 +73,36 @@ func EditFile(tb testing.TB, path, old, new string) {
 	if err := os.WriteFile(path, []byte(strings.Replace(string(data), old, new, 1)), 0o644); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// RunSelf runs this test binary again as a child with env=1 set and args
+// after "--", the way a TestMain that checks env hands them to the real
+// command line: each command in a process of its own, as a user runs it
+// (urfave/cli shares its help flag between apps and writes into it, so two
+// apps in one process race). It returns the child's output and exit code.
+func RunSelf(tb testing.TB, env string, args ...string) (stdout, stderr string, code int) {
+	tb.Helper()
+	cmd := exec.CommandContext(tb.Context(), os.Args[0], append([]string{"-test.run=^$", "--"}, args...)...)
+	cmd.Env = append(os.Environ(), env+"=1")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		tb.Fatalf("run the command line: %v", err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// ArgsAfterDashes are the arguments RunSelf passed after "--".
+func ArgsAfterDashes() []string {
+	for i, a := range os.Args {
+		if a == "--" {
+			return os.Args[i+1:]
+		}
+	}
+	return nil
 }

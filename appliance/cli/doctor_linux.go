@@ -1,4 +1,6 @@
-package appliance
+//go:build linux && cgo
+
+package cli
 
 import (
 	"fmt"
@@ -7,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"kernelbox/appliance"
 	"kernelbox/appliance/api"
 
 	"github.com/urfave/cli/v2"
@@ -63,7 +66,7 @@ func runDoctor(c *cli.Context) error {
 // above fits together.
 func sandboxSmokeTest(c *cli.Context) sandbox.Check {
 	ch := sandbox.Check{Name: "sandbox run", Fix: "see the error; kernelbox sandbox run -- /bin/true shows it again"}
-	rt, cleanup, err := newOneShotRuntime(slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelError})))
+	rt, cleanup, err := appliance.NewOneShotRuntime(slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelError})))
 	if err != nil {
 		ch.Info = err.Error()
 		return ch
@@ -71,7 +74,7 @@ func sandboxSmokeTest(c *cli.Context) sandbox.Check {
 	defer cleanup()
 	l := policies.DefaultLimits()
 	l.WallTime = 20 * time.Second
-	res, err := rt.Run(c.Context, sandbox.Spec{Args: []string{"/bin/true"}, Env: sandboxEnv(), Binds: sandbox.DefaultBinds(), Limits: l})
+	res, err := rt.Run(c.Context, sandbox.Spec{Args: []string{"/bin/true"}, Env: appliance.SandboxEnv(), Binds: sandbox.DefaultBinds(), Limits: l})
 	switch {
 	case err != nil:
 		ch.Info = err.Error()

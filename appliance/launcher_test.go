@@ -1,16 +1,12 @@
 package appliance
 
 import (
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
-
-	"kernelbox/appliance/api"
 
 	"kernelbox/internal/testutil"
 	"kernelbox/policies"
@@ -33,29 +29,6 @@ func requireSandbox(t *testing.T) *sandbox.Runtime {
 	return rt
 }
 
-func TestSandboxRun_CLI(t *testing.T) {
-	t.Parallel()
-	requireSandbox(t)
-	stdout, stderr, code := runCLI(t, "sandbox", "run", "--json", "--timeout", "10s", "--memory", "256M", "--", "/bin/sh", "-c", "echo hi; exit 3")
-	if code != api.ExitFailed {
-		t.Fatalf("exit %d, want %d; stderr %s", code, api.ExitFailed, stderr)
-	}
-	var doc struct {
-		Verdict  string `json:"verdict"`
-		ExitCode int    `json:"exit_code"`
-		Stdout   string `json:"stdout"`
-	}
-	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
-		t.Fatalf("not JSON: %v\n%s", err, stdout)
-	}
-	if doc.Verdict != "nonzero_exit" || doc.ExitCode != 3 || doc.Stdout != "hi\n" {
-		t.Errorf("result = %+v", doc)
-	}
-	if _, stderr, code := runCLI(t, "sandbox", "run", "--memory", "lots", "--", "/bin/true"); code != api.ExitUsage || !strings.Contains(stderr, "--memory") {
-		t.Errorf("bad --memory: exit %d, %q", code, stderr)
-	}
-}
-
 // TestSandbox_SameVerdicts: every bundled problem's fixtures get the same
 // verdicts inside the sandbox as outside it (the problems package checks
 // them outside), and the first correct fixture gets a score.
@@ -63,8 +36,8 @@ func TestSandbox_SameVerdicts(t *testing.T) {
 	t.Parallel()
 	rt := requireSandbox(t)
 	it := testutil.RequireTorch(t)
-	l := &sandboxLauncher{rt: rt, binds: harnessBinds(it, nil), limits: policies.ForMode("test", 0)}
-	env := append(sandboxEnv(), "KERNELBOX_BENCH_BUDGET_S=0.05", "KERNELBOX_BENCH_WALL_S=0.5", "KERNELBOX_BENCH_MAX_REPEATS=10")
+	l, _ := NewSandboxLauncher(rt, LauncherSpec{Python: it, Limits: policies.ForMode("test", 0)})
+	env := append(SandboxEnv(), "KERNELBOX_BENCH_BUDGET_S=0.05", "KERNELBOX_BENCH_WALL_S=0.5", "KERNELBOX_BENCH_MAX_REPEATS=10")
 	for _, name := range problems.LibraryNames() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -96,8 +69,8 @@ func TestSandbox_HarnessFilesStayOnHost(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(work, "f"), []byte("host"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l := &sandboxLauncher{rt: rt, binds: sandbox.DefaultBinds(), limits: policies.DefaultLimits()}
-	out, err := l.Launch(t.Context(), problems.Launch{Dir: work, Argv: []string{"/bin/sh", "-c", "echo sandbox > f; echo 'check: pass' >&3"}, Env: sandboxEnv()})
+	l, _ := NewSandboxLauncher(rt, LauncherSpec{Limits: policies.DefaultLimits()})
+	out, err := l.Launch(t.Context(), problems.Launch{Dir: work, Argv: []string{"/bin/sh", "-c", "echo sandbox > f; echo 'check: pass' >&3"}, Env: SandboxEnv()})
 	if err != nil || string(out.Result) != "check: pass\n" {
 		t.Fatalf("Launch() = %+v, %v", out, err)
 	}
@@ -114,7 +87,7 @@ func TestSandbox_HostileSubmissions(t *testing.T) {
 	t.Parallel()
 	rt := requireSandbox(t)
 	it := testutil.RequireTorch(t)
-	l := &sandboxLauncher{rt: rt, binds: harnessBinds(it, nil), limits: policies.ForMode("test", 0)}
+	l, _ := NewSandboxLauncher(rt, LauncherSpec{Python: it, Limits: policies.ForMode("test", 0)})
 	task, err := problems.LoadTask(filepath.Join(testutil.RepoRoot(), "problems", "library", "vectoradd"))
 	if err != nil {
 		t.Fatal(err)
@@ -129,32 +102,12 @@ func TestSandbox_HostileSubmissions(t *testing.T) {
 			t.Fatal(err)
 		}
 		rep, err := problems.Evaluate(t.Context(), l, task, problems.EvalOptions{Mode: problems.ModeTest, Python: it.Path,
-			Device: it.Device, Env: sandboxEnv(), WorkDir: t.TempDir(), Submission: src, Seed: &seed})
+			Device: it.Device, Env: SandboxEnv(), WorkDir: t.TempDir(), Submission: src, Seed: &seed})
 		if err != nil {
 			t.Fatalf("%s: Evaluate() = %v", tt.file, err)
 		}
 		if rep.Passed != tt.pass {
 			t.Errorf("%s in the sandbox: Passed %v (%s), want %v", tt.file, rep.Passed, rep.Reason, tt.pass)
 		}
-	}
-}
-
-func TestDoctor(t *testing.T) {
-	t.Parallel()
-	stdout, _, code := runCLI(t, "doctor")
-	for _, name := range []string{"root", "cgroups", "seccomp (this build)", "harness Python", "GPU"} {
-		if !strings.Contains(stdout, name) {
-			t.Errorf("doctor does not report %q:\n%s", name, stdout)
-		}
-	}
-	if !strings.Contains(stdout, "✓ GPUs                   none, so the CPU backend") && !strings.Contains(stdout, "GPU 0 ") {
-		t.Errorf("doctor says neither which GPUs it found nor that there are none:\n%s", stdout)
-	}
-	healthy := os.Geteuid() == 0 && strings.Contains(stdout, "✓ seccomp (this build)") && strings.Contains(stdout, "✓ harness Python")
-	if healthy && (code != 0 || !strings.Contains(stdout, "✓ sandbox run")) {
-		t.Errorf("doctor on a healthy host: exit %d\n%s", code, stdout)
-	}
-	if !healthy && (code != api.ExitFailed || !strings.Contains(stdout, "fix:")) {
-		t.Errorf("doctor on a host that cannot sandbox: exit %d, want %d with fixes\n%s", code, api.ExitFailed, stdout)
 	}
 }

@@ -1,11 +1,10 @@
-package appliance
+package cli
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,14 +17,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"kernelbox/gpu"
-	"kernelbox/policies"
 	"kernelbox/problems"
-	"kernelbox/sandbox"
 )
-
-// maxSubmissionBytes matches KernelBot's upload cap.
-const maxSubmissionBytes = 1_000_000
 
 func evalCommand() *cli.Command {
 	return &cli.Command{
@@ -118,42 +111,11 @@ func runEval(c *cli.Context) error {
 	if err := os.Mkdir(work, 0o755); err != nil {
 		return usageError("eval: %v", err)
 	}
-	// Profile mode runs ncu where there is a CUDA device (or where --ncu
-	// names one, as the tests do on the CPU backend).
-	var profiler *problems.Profiler
-	var profBinds []sandbox.Bind
-	if mode == problems.ModeProfile && c.String("ncu") != "off" && (it.Device == "cuda" || c.IsSet("ncu")) {
-		ncu, err := gpu.FindNCU(c.String("ncu"))
-		if err != nil {
-			if c.IsSet("ncu") {
-				return usageError("eval: %v", err)
-			}
-			fmt.Fprintf(c.App.ErrWriter, "kernelbox eval: %v; profile mode prints PyTorch's table\n", err)
-		} else {
-			profiler = &problems.Profiler{NCU: ncu.Path, MaxKernels: DefaultConfig().Profiler.MaxKernels}
-			profBinds = []sandbox.Bind{{Source: ncu.Dir}}
-		}
+	launcher, env, profiler, cleanup, err := evalLauncher(c, it, mode)
+	if err != nil {
+		return err
 	}
-	var launcher problems.Launcher = problems.ExecLauncher{}
-	env := os.Environ()
-	if c.Bool("sandbox") {
-		extra, err := bindsFrom(c)
-		if err != nil {
-			return usageError("eval: %v", err)
-		}
-		extra = append(extra, profBinds...)
-		rt, cleanup, err := newOneShotRuntime(slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelWarn})))
-		if err != nil {
-			return usageError("eval --sandbox: %v", err)
-		}
-		defer cleanup()
-		devices, err := devicesFrom(c)
-		if err != nil {
-			return usageError("eval: %v", err)
-		}
-		launcher = &sandboxLauncher{rt: rt, binds: harnessBinds(it, extra), devices: devices, limits: policies.ForMode(string(mode), 0)}
-		env = sandboxEnv(it.BinDir)
-	}
+	defer cleanup()
 	rep, err := problems.Evaluate(c.Context, launcher, task, problems.EvalOptions{
 		Mode: mode, Python: it.Path, Device: it.Device, Seed: seed, Env: env, WorkDir: work, Submission: sub, Profiler: profiler,
 	})
@@ -163,7 +125,7 @@ func runEval(c *cli.Context) error {
 	if out := c.String("profile"); out != "" {
 		if rep.Profile == nil || rep.Profile.File == "" {
 			fmt.Fprintf(c.App.ErrWriter, "kernelbox eval: no ncu report to save to %s\n", out)
-		} else if err := copyFile(rep.Profile.File, out); err != nil {
+		} else if err := problems.CopyFileAtomic(rep.Profile.File, out); err != nil {
 			return usageError("eval --profile: %v", err)
 		}
 	}
@@ -206,8 +168,8 @@ func readSubmission(path string) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("submission %s: not a regular file", path)
 	}
-	if st.Size() > maxSubmissionBytes {
-		return nil, fmt.Errorf("submission %s: %d bytes, more than the %d allowed", path, st.Size(), maxSubmissionBytes)
+	if st.Size() > problems.MaxSubmissionBytes {
+		return nil, fmt.Errorf("submission %s: %d bytes, more than the %d allowed", path, st.Size(), problems.MaxSubmissionBytes)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -319,4 +281,10 @@ func indent(s, prefix string) string {
 		lines[i] = prefix + lines[i]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// deviceFlag() passes host device nodes in by hand; the GPU lease will do it
+// for the daemon.
+func deviceFlag() cli.Flag {
+	return &cli.StringSliceFlag{Name: "device", Usage: "a host device node to pass in, such as /dev/nvidia0 (repeatable)"}
 }

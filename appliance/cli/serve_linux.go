@@ -1,4 +1,6 @@
-package appliance
+//go:build linux && cgo
+
+package cli
 
 import (
 	"context"
@@ -9,13 +11,14 @@ import (
 	"syscall"
 	"time"
 
+	"kernelbox/appliance"
 	"kernelbox/appliance/api"
 
 	"github.com/urfave/cli/v2"
 )
 
 func serveCommand() *cli.Command {
-	d := DefaultConfig()
+	d := appliance.DefaultConfig()
 	return &cli.Command{
 		Name:  "serve",
 		Usage: "run the daemon: the queue, the runner and the API",
@@ -42,8 +45,8 @@ func serveCommand() *cli.Command {
 
 // serveConfig builds the config: defaults, then the file, then the flags
 // that were set.
-func serveConfig(c *cli.Context) (Config, error) {
-	cfg := DefaultConfig()
+func serveConfig(c *cli.Context) (appliance.Config, error) {
+	cfg := appliance.DefaultConfig()
 	if f := c.String("config"); f != "" {
 		if err := cfg.LoadConfigFile(f); err != nil {
 			return cfg, err
@@ -82,6 +85,7 @@ func serveConfig(c *cli.Context) (Config, error) {
 	if c.IsSet("python") {
 		cfg.Python = c.String("python")
 	}
+	cfg.Version = version()
 	return cfg, cfg.Validate()
 }
 
@@ -97,7 +101,7 @@ func runServe(c *cli.Context) error {
 	log := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	d := NewDaemon(cfg, log)
+	d := appliance.NewDaemon(cfg, log)
 	if err := d.Start(ctx); err != nil {
 		return &ExitError{Code: api.ExitServer, Err: fmt.Errorf("serve: %w", err)}
 	}

@@ -1,4 +1,4 @@
-package appliance
+package cli
 
 import (
 	"context"
@@ -47,7 +47,7 @@ func ExitCode(err error) int {
 	return api.ExitUsage
 }
 
-// Version is set at build time with -ldflags "-X kernelbox/appliance.Version=...".
+// Version is set at build time with -ldflags "-X kernelbox/appliance/cli.Version=...".
 var Version = ""
 
 func version() string {
@@ -71,17 +71,22 @@ func NewApp(stdout, stderr io.Writer) *cli.App {
 		ErrWriter: stderr,
 		// urfave's default handler calls os.Exit; main exits once instead.
 		ExitErrHandler: func(*cli.Context, error) {},
-		Commands: append([]*cli.Command{
-			evalCommand(),
-			problemsCommand(),
-			sandboxCommand(),
-			doctorCommand(),
-		}, clientCommands()...),
+		Commands:       commands(),
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return &ExitError{Code: api.ExitUsage, Err: err}
 		},
 	}
 	return app
+}
+
+// commands are the top-level commands, kept few: the box's own (on Linux),
+// the local harness, the contestant's and the organiser's.
+func commands() []*cli.Command {
+	cmds := []*cli.Command{evalCommand(), problemsCommand(), sandboxCommand(), doctorCommand(), serveCommand()}
+	cmds = append(cmds, accountCommands()...)
+	cmds = append(cmds, submitCommand(), submissionsCommand())
+	cmds = append(cmds, boardCommands()...)
+	return append(cmds, adminCommand())
 }
 
 // Run runs the command line with args (args[0] is the program name).

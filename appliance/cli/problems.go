@@ -1,4 +1,4 @@
-package appliance
+package cli
 
 import (
 	"encoding/base64"

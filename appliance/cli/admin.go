@@ -1,0 +1,355 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"kernelbox/appliance/api"
+	"kernelbox/problems"
+)
+
+// adminCommand holds the organisers' and admins' commands, one builder a
+// group.
+func adminCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "admin",
+		Usage: "organiser and admin commands",
+		Subcommands: []*cli.Command{
+			adminUsersCommand(),
+			adminInviteCommand(),
+			{
+				Name:  "problems",
+				Usage: "load problem sets",
+				Subcommands: []*cli.Command{{
+					Name:      "load",
+					Usage:     "load a competition file (KernelBot's format) or one problem directory",
+					ArgsUsage: "PATH",
+					Flags:     clientFlags(jsonFlag()),
+					Action:    runLoadProblems,
+				}},
+			},
+			adminLeaderboardCommand(),
+			adminGPUCommand(),
+			adminReviewCommand(),
+			{
+				Name:      "hacked",
+				Usage:     "mark a submission as hacked (out of the rankings), or --clear it",
+				ArgsUsage: "ID",
+				Flags:     clientFlags(&cli.BoolFlag{Name: "clear", Usage: "clear the mark"}),
+				Action: idAction(func(c *cli.Context, cl *api.Client, id int64) error {
+					sub, err := cl.MarkHacked(c.Context, id, !c.Bool("clear"))
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(c.App.Writer, "submission %d hacked: %v\n", sub.ID, sub.Hacked)
+					return nil
+				}),
+			},
+			{
+				Name:      "delete",
+				Usage:     "delete a submission and its runs",
+				ArgsUsage: "ID",
+				Flags:     clientFlags(),
+				Action: idAction(func(c *cli.Context, cl *api.Client, id int64) error {
+					if err := cl.DeleteSubmission(c.Context, id); err != nil {
+						return err
+					}
+					fmt.Fprintf(c.App.Writer, "deleted submission %d\n", id)
+					return nil
+				}),
+			},
+		},
+	}
+}
+
+func adminUsersCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "users",
+		Usage: "add, list, ban users and issue tokens",
+		Subcommands: []*cli.Command{
+			{
+				Name: "add", Usage: "add a user and print their token", ArgsUsage: "NAME",
+				Flags: clientFlags(jsonFlag(), &cli.StringFlag{Name: "role", Value: "contestant", Usage: "contestant, organiser or admin"}),
+				Action: argAction("NAME", func(c *cli.Context, cl *api.Client, name string) error {
+					cr, err := cl.AddUser(c.Context, name, api.Role(c.String("role")))
+					if err != nil {
+						return err
+					}
+					return output(c, cr, func(w io.Writer) error {
+						_, err := fmt.Fprintln(w, cr.Token)
+						return err
+					})
+				}),
+			},
+			{
+				Name: "list", Usage: "list the users", Flags: clientFlags(jsonFlag()),
+				Action: clientAction(func(c *cli.Context, cl *api.Client) error {
+					users, err := cl.Users(c.Context)
+					if err != nil {
+						return err
+					}
+					return output(c, users, func(w io.Writer) error {
+						tw := newTable(w)
+						fmt.Fprintln(tw, "NAME\tROLE\tBANNED\tCREATED")
+						for _, u := range users {
+							fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", u.Name, u.Role, u.Banned, u.Created.Format("2006-01-02 15:04"))
+						}
+						return tw.Flush()
+					})
+				}),
+			},
+			banCommand("ban", true), banCommand("unban", false),
+			{
+				Name: "token", Usage: "issue a new token for a user and print it", ArgsUsage: "NAME",
+				Flags: clientFlags(&cli.BoolFlag{Name: "revoke", Usage: "revoke the user's other tokens"}),
+				Action: argAction("NAME", func(c *cli.Context, cl *api.Client, name string) error {
+					cr, err := cl.IssueToken(c.Context, name, c.Bool("revoke"))
+					if err != nil {
+						return err
+					}
+					fmt.Fprintln(c.App.Writer, cr.Token)
+					return nil
+				}),
+			},
+		},
+	}
+}
+
+func banCommand(name string, banned bool) *cli.Command {
+	return &cli.Command{
+		Name: name, Usage: name + " a user", ArgsUsage: "NAME", Flags: clientFlags(),
+		Action: argAction("NAME", func(c *cli.Context, cl *api.Client, user string) error {
+			u, err := cl.Ban(c.Context, user, banned)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.Writer, "%s banned: %v\n", u.Name, u.Banned)
+			return nil
+		}),
+	}
+}
+
+func adminInviteCommand() *cli.Command {
+	return &cli.Command{
+		Name: "invite", Usage: "create an invite code and print it",
+		Flags: clientFlags(jsonFlag(),
+			&cli.StringFlag{Name: "role", Value: "contestant", Usage: "contestant or organiser"},
+			&cli.IntFlag{Name: "uses", Value: 1, Usage: "how many people may redeem it"},
+			&cli.DurationFlag{Name: "expires", Usage: "valid for this long (default: no expiry)"},
+			&cli.StringSliceFlag{Name: "leaderboard", Aliases: []string{"l"}, Usage: "a closed leaderboard it admits to (repeatable)"}),
+		Action: clientAction(func(c *cli.Context, cl *api.Client) error {
+			inv := api.Invite{Role: api.Role(c.String("role")), Uses: c.Int("uses"), Leaderboards: c.StringSlice("leaderboard")}
+			if d := c.Duration("expires"); d > 0 {
+				inv.Expires = time.Now().Add(d)
+			}
+			code, err := cl.CreateInvite(c.Context, inv)
+			if err != nil {
+				return err
+			}
+			return output(c, code, func(w io.Writer) error {
+				_, err := fmt.Fprintln(w, code.Invite)
+				return err
+			})
+		}),
+	}
+}
+
+func adminLeaderboardCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "leaderboard",
+		Usage:     "open, close, extend a leaderboard or set its rate limits",
+		ArgsUsage: "NAME",
+		Flags: clientFlags(jsonFlag(),
+			&cli.StringFlag{Name: "visibility", Usage: "open (everyone) or closed (invited users only)"},
+			&cli.StringFlag{Name: "deadline", Usage: "a new deadline (2006-01-02 15:04, RFC 3339), or none"},
+			&cli.DurationFlag{Name: "extend", Usage: "move the deadline this much later"},
+			&cli.BoolFlag{Name: "end", Usage: "end it now: the deadline becomes now"},
+			&cli.StringSliceFlag{Name: "rate-limit", Usage: "CATEGORY=N submissions per user per hour (test or ranked; -1 removes)"}),
+		Action: argAction("NAME", runAdminLeaderboard),
+	}
+}
+
+func adminGPUCommand() *cli.Command {
+	slot := func(verb string, do func(c *cli.Context, cl *api.Client, id string) error) cli.ActionFunc {
+		return argAction("slot ID (kernelbox gpus lists them)", func(c *cli.Context, cl *api.Client, id string) error {
+			if err := do(c, cl, id); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.Writer, "%s %s\n", verb, id)
+			return nil
+		})
+	}
+	return &cli.Command{
+		Name:  "gpu",
+		Usage: "drain a GPU (it takes no more jobs) or undrain it",
+		Subcommands: []*cli.Command{
+			{
+				Name: "drain", Usage: "stop a GPU slot from taking jobs", ArgsUsage: "ID",
+				Flags: clientFlags(&cli.StringFlag{Name: "reason", Usage: "why, shown in kernelbox gpus"}),
+				Action: slot("drained", func(c *cli.Context, cl *api.Client, id string) error {
+					_, err := cl.Drain(c.Context, id, c.String("reason"))
+					return err
+				}),
+			},
+			{
+				Name: "undrain", Usage: "let a drained GPU slot take jobs again", ArgsUsage: "ID", Flags: clientFlags(),
+				Action: slot("undrained", func(c *cli.Context, cl *api.Client, id string) error {
+					_, err := cl.Undrain(c.Context, id)
+					return err
+				}),
+			},
+		},
+	}
+}
+
+func adminReviewCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "review",
+		Usage: "list the submissions the scanner flagged; clear one (back in the rankings) or confirm it (hacked)",
+		Flags: clientFlags(jsonFlag()),
+		Action: clientAction(func(c *cli.Context, cl *api.Client) error {
+			subs, err := cl.Flagged(c.Context)
+			if err != nil {
+				return err
+			}
+			return output(c, api.Flagged{Submissions: subs}, func(w io.Writer) error {
+				if len(subs) == 0 {
+					_, err := fmt.Fprintln(w, "no submission waits for review")
+					return err
+				}
+				tw := newTable(w)
+				fmt.Fprintln(tw, "ID\tUSER\tLEADERBOARD\tGPU\tSTATUS\tFINDINGS")
+				for _, s := range subs {
+					var fs []string
+					for _, f := range s.Findings {
+						fs = append(fs, fmt.Sprintf("%s line %d: %s", f.Rule, f.Line, f.Text))
+					}
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.User, s.Leaderboard, s.GPUType, s.Status, strings.Join(fs, "; "))
+				}
+				return tw.Flush()
+			})
+		}),
+		Subcommands: []*cli.Command{
+			reviewCommand("clear", api.ReviewCleared, "the flag was a false alarm: put the submission back in the rankings"),
+			reviewCommand("confirm", api.ReviewConfirmed, "the submission cheats: mark it hacked"),
+		},
+	}
+}
+
+func reviewCommand(name, review, usage string) *cli.Command {
+	return &cli.Command{
+		Name: name, Usage: usage, ArgsUsage: "ID", Flags: clientFlags(),
+		Action: idAction(func(c *cli.Context, cl *api.Client, id int64) error {
+			sub, err := cl.Review(c.Context, id, review)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.Writer, "submission %d: %s (hacked: %v)\n", sub.ID, sub.Review, sub.Hacked)
+			return nil
+		}),
+	}
+}
+
+func runLoadProblems(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageError("admin problems load: give one PATH (a competition .yaml or a problem directory)")
+	}
+	path := c.Args().First()
+	st, err := os.Stat(path)
+	if err != nil {
+		return usageError("admin problems load: %v", err)
+	}
+	dir, file, name := path, "", ""
+	if abs, err := filepath.Abs(path); err == nil && st.IsDir() {
+		name = filepath.Base(abs)
+	}
+	if !st.IsDir() {
+		dir, file = filepath.Dir(path), filepath.Base(path)
+	} else if _, err := os.Stat(filepath.Join(path, "task.yml")); err != nil {
+		return usageError("admin problems load: %s has no task.yml; give the competition .yaml file for a problem set", path)
+	}
+	var buf bytes.Buffer
+	if err := api.PackProblemSet(&buf, dir); err != nil {
+		return usageError("admin problems load: %v", err)
+	}
+	return clientAction(func(c *cli.Context, cl *api.Client) error {
+		loaded, err := cl.LoadProblems(c.Context, &buf, file, name)
+		if err != nil {
+			return err
+		}
+		return output(c, loaded, func(w io.Writer) error {
+			for _, l := range loaded {
+				verb := "updated"
+				if l.Created {
+					verb = "created"
+				}
+				fmt.Fprintf(w, "%s %s (gpus %s, deadline %s)\n", verb, l.Leaderboard, strings.Join(l.GPUs, ","), deadlineText(l.Deadline))
+				for _, warn := range l.Warnings {
+					fmt.Fprintf(w, "  warning: %s\n", warn)
+				}
+			}
+			return nil
+		})
+	})(c)
+}
+
+func runAdminLeaderboard(c *cli.Context, cl *api.Client, name string) error {
+	var ch api.LeaderboardChange
+	if v := c.String("visibility"); v != "" {
+		vis := api.Visibility(v)
+		ch.Visibility = &vis
+	}
+	switch d := c.String("deadline"); {
+	case d == "none":
+		ch.Deadline = &time.Time{}
+	case d != "":
+		t, err := problems.ParseDeadline(d)
+		if err != nil {
+			return usageError("admin leaderboard: --deadline: %v", err)
+		}
+		ch.Deadline = &t
+	}
+	if c.Bool("end") {
+		now := time.Now().UTC()
+		ch.Deadline = &now
+	}
+	if ext := c.Duration("extend"); ext != 0 {
+		lb, err := cl.Leaderboard(c.Context, name)
+		if err != nil {
+			return err
+		}
+		base := lb.Deadline
+		if base.IsZero() {
+			return usageError("admin leaderboard: %s has no deadline to extend; set one with --deadline", name)
+		}
+		t := base.Add(ext)
+		ch.Deadline = &t
+	}
+	for _, rl := range c.StringSlice("rate-limit") {
+		cat, n, ok := strings.Cut(rl, "=")
+		v, err := strconv.Atoi(n)
+		if !ok || err != nil {
+			return usageError("admin leaderboard: --rate-limit %q: want CATEGORY=N", rl)
+		}
+		if ch.RateLimits == nil {
+			ch.RateLimits = map[string]int{}
+		}
+		ch.RateLimits[cat] = v
+	}
+	lb, err := cl.ChangeLeaderboard(c.Context, name, ch)
+	if err != nil {
+		return err
+	}
+	return output(c, lb, func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, "%s: %s, %s, deadline %s, rate limits %v\n", lb.Name, lb.State, lb.Visibility, deadlineText(lb.Deadline), lb.RateLimits)
+		return err
+	})
+}

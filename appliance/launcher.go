@@ -1,0 +1,146 @@
+package appliance
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"kernelbox/policies"
+	"kernelbox/problems"
+	"kernelbox/sandbox"
+)
+
+// LauncherSpec is what every harness process of one launcher gets.
+type LauncherSpec struct {
+	// Python is the harness interpreter; its directories are bound in
+	// where the default binds do not cover them. Nil for a native problem.
+	Python *problems.Interpreter
+	// Binds are bound in besides the runtime's (the config's, ncu's).
+	Binds   []sandbox.Bind
+	Devices []sandbox.Device
+	Limits  policies.Limits
+	// Mask are more /proc paths to hide (the other GPUs').
+	Mask []string
+}
+
+// NewSandboxLauncher is the one place a sandboxed launcher is put
+// together, for the daemon's runs and for `kernelbox eval --sandbox`, so
+// that a contestant's local check runs in the sandbox the box uses. It
+// returns the launcher and the environment its harness runs with.
+func NewSandboxLauncher(rt *sandbox.Runtime, spec LauncherSpec) (problems.Launcher, []string) {
+	var bin string
+	if spec.Python != nil {
+		bin = spec.Python.BinDir
+	}
+	return &sandboxLauncher{rt: rt, binds: harnessBinds(spec.Python, spec.Binds), devices: spec.Devices,
+		limits: spec.Limits, mask: spec.Mask}, SandboxEnv(bin)
+}
+
+// sandboxLauncher runs harness processes in the sandbox: problems drives
+// the phases, sandbox isolates each one.
+type sandboxLauncher struct {
+	rt      *sandbox.Runtime
+	binds   []sandbox.Bind
+	devices []sandbox.Device
+	limits  policies.Limits
+	mask    []string // more /proc paths to hide (the other GPUs')
+}
+
+var _ problems.Launcher = (*sandboxLauncher)(nil)
+
+// Launch runs one harness process in a fresh container. The work directory
+// is copied in, so the process cannot change the host's copy.
+func (l *sandboxLauncher) Launch(ctx context.Context, in problems.Launch) (problems.Outcome, error) {
+	lim := l.limits
+	if in.Timeout > 0 {
+		lim.WallTime = in.Timeout
+	}
+	if in.OutputLimit > 0 {
+		lim.OutputBytes = in.OutputLimit
+	}
+	res, err := l.rt.Run(ctx, sandbox.Spec{Args: in.Argv, Env: in.Env, WorkDir: in.Dir, Binds: l.binds, Devices: l.devices, Limits: lim, ResultPipe: true,
+		ResultTee: in.Progress, Keep: in.Keep, KeepTo: in.Dir, Mask: l.mask, Loopback: in.Loopback})
+	if err != nil {
+		return problems.Outcome{}, err
+	}
+	if res.Verdict == sandbox.VerdictSandboxErr {
+		return problems.Outcome{}, fmt.Errorf("sandbox: %s", res.Error)
+	}
+	out := problems.Outcome{
+		ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.Verdict == sandbox.VerdictTimeout,
+		OOM: res.Verdict == sandbox.VerdictOOM, Stdout: res.Stdout, Stderr: res.Stderr,
+		Truncated: res.Truncated, Result: res.ResultData, Wall: res.Wall,
+	}
+	if res.Signal != "" {
+		out.ExitCode = -1
+	}
+	return out, nil
+}
+
+// SandboxEnv is the whole environment of a sandboxed harness: nothing of
+// the host's leaks in, except the timing knobs a problem author may set.
+// binDirs go first on PATH (the interpreter's environment, whose ninja
+// load_inline runs).
+func SandboxEnv(binDirs ...string) []string {
+	// The CUDA toolkit's bin is on PATH for nvcc and ncu where it is bound.
+	var dirs []string
+	for _, d := range binDirs {
+		if filepath.IsAbs(d) { // never "" (the current directory) on PATH
+			dirs = append(dirs, d)
+		}
+	}
+	path := strings.Join(append(dirs, "/usr/local/bin", "/usr/local/cuda/bin", "/usr/bin", "/bin"), ":")
+	env := []string{"PATH=" + path, "HOME=/work", "TMPDIR=/tmp", "LANG=C.UTF-8"}
+	for _, e := range os.Environ() {
+		if strings.HasPrefix(e, "KERNELBOX_BENCH_") {
+			env = append(env, e)
+		}
+	}
+	return env
+}
+
+// harnessBinds are the default runtime binds plus the interpreter's own
+// directories where they lie outside them (a virtual environment in /opt).
+func harnessBinds(it *problems.Interpreter, extra []sandbox.Bind) []sandbox.Bind {
+	binds := sandbox.DefaultBinds()
+	covered := func(dir string) bool {
+		for _, b := range binds {
+			if dir == b.Source || strings.HasPrefix(dir, strings.TrimSuffix(b.Source, "/")+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	if it != nil {
+		for _, d := range it.Dirs {
+			if d != "" && !covered(d) {
+				binds = append(binds, sandbox.Bind{Source: d})
+			}
+		}
+	}
+	return append(binds, extra...)
+}
+
+// NewOneShotRuntime makes a sandbox runtime whose state lives in a fresh
+// directory of its own, so concurrent commands never touch each other's
+// containers; the returned func removes it.
+func NewOneShotRuntime(logger *slog.Logger) (*sandbox.Runtime, func(), error) {
+	dir, err := os.MkdirTemp("", "kernelbox-sandbox-")
+	if err != nil {
+		return nil, nil, err
+	}
+	rt, err := sandbox.NewRuntime(dir, logger)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return rt, func() {
+		if err := rt.Close(); err != nil {
+			logger.Warn("close sandbox runtime", "err", err)
+		}
+		os.RemoveAll(dir)
+	}, nil
+}
