@@ -88,9 +88,10 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if d.store, err = OpenStore(ctx, filepath.Join(d.cfg.DataDir, "kernelbox.db"), d.now); err != nil {
 		return err
 	}
-	if d.queue, err = queue.Open(ctx, filepath.Join(d.cfg.DataDir, "queue.db"), queue.Options{Now: d.now}); err != nil {
+	if err := mergeQueueFile(ctx, d.store, filepath.Join(d.cfg.DataDir, "queue.db"), d.log); err != nil {
 		return err
 	}
+	d.queue = d.store.Queue()
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return err
@@ -397,10 +398,7 @@ func (d *Daemon) closeAll() {
 				d.log.Warn("close sandbox runtime", "err", err)
 			}
 		}
-		if d.queue != nil {
-			d.queue.Close()
-		}
-		if d.store != nil {
+		if d.store != nil { // the queue's tables with it
 			d.store.Close()
 		}
 	})

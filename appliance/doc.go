@@ -5,11 +5,11 @@
 // line that starts it is package appliance/cli, which cmd/kernelbox wires.
 //
 // The pieces, by file:
-//   - store.go, leaderboards.go, submissions.go: the appliance's SQLite
-//     database (users, hashed tokens, invites, leaderboards, submissions,
-//     runs, the append-only event log). The jobs live in the queue's own
-//     file; the two are tied by idempotent job keys and reconciled at start
-//     and after a reap or a failed enqueue.
+//   - store.go, leaderboards.go, submissions.go: the appliance's tables
+//     (users, hashed tokens, invites, leaderboards, submissions, runs, the
+//     append-only event log) in one SQLite file with the queue's jobs; a
+//     submission and its jobs are stored in one transaction.
+//   - legacy.go: the merge of a two-file data directory's queue.db.
 //   - service.go: the checks of a submission and everything between the API
 //     and the store and queue.
 //   - runner.go: one dispatcher per GPU type that claims, runs and

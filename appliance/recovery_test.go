@@ -190,11 +190,7 @@ func TestDaemon_KillAndRestart(t *testing.T) {
 			}
 		}
 	}
-	q, err := queue.Open(ctx, filepath.Join(dir, "queue.db"), queue.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close()
+	q := st.Queue() // the jobs share the store's file
 	runs, rerun := 0, 0
 	for _, id := range ids {
 		sub, err := st.Submission(ctx, id)
@@ -356,12 +352,12 @@ func TestDaemon_GracefulStop(t *testing.T) {
 	if err := <-polled; err != nil {
 		t.Errorf("the watcher's long-poll during the stop: %v", err)
 	}
-	q, err := queue.Open(ctx, filepath.Join(dir, "queue.db"), queue.Options{})
+	st, err := OpenStore(ctx, filepath.Join(dir, "kernelbox.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := q.Get(ctx, sub.Runs[0].JobID)
-	q.Close()
+	j, err := st.Queue().Get(ctx, sub.Runs[0].JobID)
+	st.Close()
 	if err != nil || j.State != queue.Queued || j.Attempts != 0 {
 		t.Fatalf("job after a stop past the grace period: %+v, %v; want queued with no attempt spent", j, err)
 	}

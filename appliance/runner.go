@@ -532,16 +532,16 @@ func (r *runner) run(g gang, l *queue.Lease) {
 func (r *runner) reapLoop() {
 	t := time.NewTicker(r.svc.cfg.LeaseTTL / 2)
 	defer t.Stop()
+	stale := false
 	for {
 		select {
 		case <-r.soft.Done():
 			return
 		case <-t.C:
 		}
-		// Only a reap (a job may have spent its last attempt) or a failed
-		// enqueue leaves the store and the queue out of step; reconciling
-		// reads every open run, so it runs only then.
-		stale := r.svc.unreconciled.Swap(false)
+		// Only a reap leaves a run open whose job is over (it spent its
+		// last attempt); reconciling reads every open run, so it runs only
+		// then, and again after it failed.
 		if n, err := r.svc.queue.Reap(r.soft, r.svc.boot); err != nil {
 			r.log.Error("reap leases", "err", err)
 		} else if n > 0 {
@@ -552,8 +552,9 @@ func (r *runner) reapLoop() {
 		if !stale {
 			continue
 		}
+		stale = false
 		if err := r.svc.reconcile(r.soft); err != nil && r.soft.Err() == nil {
-			r.svc.unreconciled.Store(true)
+			stale = true
 			r.log.Error("reconcile", "err", err)
 		}
 	}

@@ -75,9 +75,6 @@ type Service struct {
 	health []string   // why the box cannot take submissions; empty when it can
 	// draining is set at shutdown: submissions are refused from then on.
 	draining atomic.Bool
-	// unreconciled is set when an accepted submission could not be
-	// enqueued: the runner's sweep reconciles then.
-	unreconciled atomic.Bool
 
 	// gpus reports the inventory and the slots' states for GET /api/gpus.
 	gpus func() api.GPUsStatus
@@ -239,16 +236,12 @@ func (s *Service) Submit(ctx context.Context, u *User, req api.SubmitRequest) (*
 		}
 	}
 	sub, err := s.store.CreateSubmission(ctx, NewSubmission{Leaderboard: lb, User: u, FileName: filepath.Base(req.FileName),
-		Code: req.Code, GPUType: gpu, Mode: string(mode), Category: category, Secret: mode == problems.ModeLeaderboard, Findings: findings})
+		Code: req.Code, GPUType: gpu, Mode: string(mode), Category: category, Secret: mode == problems.ModeLeaderboard, Findings: findings,
+		Jobs: runJobs(u.Name, category, gpus)})
 	if err != nil {
 		return nil, err
 	}
-	// From here the submission is accepted: if enqueueing fails, the
-	// reconciler enqueues its runs at the next start or sweep.
-	if err := s.enqueue(ctx, sub.ID, u.Name, category, gpus, sub.Runs); err != nil {
-		s.unreconciled.Store(true)
-		s.log.Error("enqueue accepted submission; the reconciler will retry", logSubmission, sub.ID, "err", err)
-	}
+	s.wake.Fire()
 	s.log.Info("submission accepted", logSubmission, sub.ID, logUser, u.Name, "leaderboard", lb.Name, "gpu", gpu, "mode", mode)
 	return sub, nil
 }
@@ -323,33 +316,24 @@ func gangSize(t *problems.Task, gpuType string) int {
 	return t.WorldSize(dev)
 }
 
-// enqueue puts each run's job, for a gang of gpus, in the queue under its
-// idempotent key, and records the job ids in the store and in runs.
-func (s *Service) enqueue(ctx context.Context, subID int64, user, category string, gpus int, runs []api.Run) error {
+// runJobs makes the queue jobs of a submission's runs, for a gang of
+// gpus: each under its run's idempotent key, in its class.
+func runJobs(user, category string, gpus int) JobsFunc {
 	class := queue.ClassRanked
 	if category == api.CategoryTest {
 		class = queue.ClassTest
 	}
-	var jobs []queue.NewJob
-	for _, r := range runs {
-		p, err := json.Marshal(jobPayload{Run: r.ID, Submission: subID})
-		if err != nil {
-			return err
+	return func(subID int64, runs []api.Run) ([]queue.NewJob, error) {
+		var jobs []queue.NewJob
+		for _, r := range runs {
+			p, err := json.Marshal(jobPayload{Run: r.ID, Submission: subID})
+			if err != nil {
+				return nil, err
+			}
+			jobs = append(jobs, queue.NewJob{Class: class, User: user, GPUType: r.GPUType, Payload: p, Key: runKey(r.ID), GPUs: gpus})
 		}
-		jobs = append(jobs, queue.NewJob{Class: class, User: user, GPUType: r.GPUType, Payload: p, Key: runKey(r.ID), GPUs: gpus})
+		return jobs, nil
 	}
-	ids, err := s.queue.Enqueue(ctx, jobs...)
-	if err != nil {
-		return err
-	}
-	for i, r := range runs {
-		if err := s.store.SetRunJob(ctx, r.ID, ids[i]); err != nil {
-			return err
-		}
-		runs[i].JobID = ids[i]
-	}
-	s.wake.Fire()
-	return nil
 }
 
 // reconcile brings the store and the queue back in step after a crash: a
@@ -377,9 +361,10 @@ func (s *Service) reconcile(ctx context.Context) error {
 				// The run fails when it starts, saying why; it must not hold up the others.
 				s.log.Warn("enqueue a run whose problem does not load", logRun, o.RunID, "err", err)
 			}
-			if err := s.enqueue(ctx, o.SubmissionID, o.User, cat, gpus, []api.Run{{ID: o.RunID, GPUType: o.GPUType}}); err != nil {
+			if err := s.store.EnqueueRuns(ctx, o.SubmissionID, []api.Run{{ID: o.RunID, GPUType: o.GPUType}}, runJobs(o.User, cat, gpus)); err != nil {
 				return fmt.Errorf("reconcile run %d: %w", o.RunID, err)
 			}
+			s.wake.Fire()
 			s.log.Warn("enqueued a run that had no job", logRun, o.RunID, logSubmission, o.SubmissionID)
 			continue
 		}

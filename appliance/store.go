@@ -23,12 +23,12 @@ import (
 var migrations embed.FS
 
 // Store is the appliance's database: users, tokens, invites, leaderboards,
-// submissions, runs and the event log. The queue's jobs live in another
-// file, so the two are tied by idempotent keys ("run:ID"), not by one
-// transaction; see Service.reconcile.
+// submissions, runs and the event log, in one SQLite file with the queue's
+// jobs, so that a submission and its jobs are stored in one transaction.
 type Store struct {
-	db  *sql.DB
-	now func() time.Time
+	db    *sql.DB
+	queue *queue.Store
+	now   func() time.Time
 
 	// watched holds, per submission someone is long-polling, a channel
 	// closed at its next event: watchers wake without a goroutine or a
@@ -37,19 +37,35 @@ type Store struct {
 	watched map[int64]*watch
 }
 
-// OpenStore opens (creating if needed) the database at path.
+// storeMigrations are the appliance's tables', a component of the shared
+// file beside the queue's.
+var storeMigrations = queue.Migrations{Component: "appliance", FS: migrations, Dir: "migrations", Legacy: "users"}
+
+// OpenStore opens (creating if needed) kernelbox's database at path: the
+// queue's tables and the appliance's, each brought to this binary's schema.
 func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, error) {
-	db, err := queue.OpenSQLite(ctx, path, migrations, "migrations")
+	db, err := queue.OpenDB(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{db: db, now: now, watched: map[int64]*watch{}}, nil
+	q, err := queue.New(ctx, db, queue.Options{Now: now})
+	if err == nil {
+		err = queue.Migrate(ctx, db, storeMigrations)
+	}
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	return &Store{db: db, queue: q, now: now, watched: map[int64]*watch{}}, nil
 }
 
-// Close closes the database.
+// Queue is the job queue whose tables share the store's file.
+func (s *Store) Queue() *queue.Store { return s.queue }
+
+// Close closes the database, the queue's tables with it.
 func (s *Store) Close() error { return s.db.Close() }
 
 // User is an account: the API's view plus the key the store joins on.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"kernelbox/appliance/api"
+	"kernelbox/queue"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -175,14 +176,9 @@ func TestStore_CancelSettles(t *testing.T) {
 	lb, _ := st.Leaderboard(ctx, "lb")
 	u, _, _ := st.CreateUser(ctx, "ann", api.RoleContestant)
 	sub, err := st.CreateSubmission(ctx, NewSubmission{Leaderboard: lb, User: u, FileName: "s.py", Code: []byte("x\n"),
-		GPUType: "cpu", Mode: "leaderboard", Category: api.CategoryRanked, Secret: true})
+		GPUType: "cpu", Mode: "leaderboard", Category: api.CategoryRanked, Secret: true, Jobs: runJobs("ann", api.CategoryRanked, 1)})
 	if err != nil {
 		t.Fatal(err)
-	}
-	for i, r := range sub.Runs {
-		if err := st.SetRunJob(ctx, r.ID, int64(100+i)); err != nil {
-			t.Fatal(err)
-		}
 	}
 	if _, err := st.StartRun(ctx, sub.Runs[0].ID, "lease", "cpu:0"); err != nil {
 		t.Fatal(err)
@@ -191,7 +187,7 @@ func TestStore_CancelSettles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]int64{100, 101}, jobs); diff != "" {
+	if diff := cmp.Diff([]int64{sub.Runs[0].JobID, sub.Runs[1].JobID}, jobs); diff != "" {
 		t.Errorf("CancelSubmission jobs (-want +got):\n%s", diff)
 	}
 	// The holder's late result is refused: its lease no longer counts.
@@ -201,5 +197,45 @@ func TestStore_CancelSettles(t *testing.T) {
 	got, err := st.Submission(ctx, sub.ID)
 	if err != nil || got.Status != api.StatusCancelled || got.Passed {
 		t.Errorf("after cancel: %+v, %v; want cancelled, not passed", got, err)
+	}
+}
+
+// TestStore_SubmissionAndJobsTogether: a submission and its runs' jobs are
+// one transaction in one file: both are there, tied by the run's job id,
+// or, when enqueueing fails, neither is.
+func TestStore_SubmissionAndJobsTogether(t *testing.T) {
+	t.Parallel()
+	st := newTestStore(t)
+	ctx := t.Context()
+	if _, err := st.PutLeaderboard(ctx, LeaderboardSpec{Name: "lb", Lang: "py", RankingBy: "geom", GPUs: []string{"cpu"}, ProblemDir: "/x"}); err != nil {
+		t.Fatal(err)
+	}
+	lb, _ := st.Leaderboard(ctx, "lb")
+	u, _, _ := st.CreateUser(ctx, "ann", api.RoleContestant)
+	ns := NewSubmission{Leaderboard: lb, User: u, FileName: "s.py", Code: []byte("x\n"), GPUType: "cpu", Mode: "leaderboard",
+		Category: api.CategoryRanked, Secret: true, Jobs: runJobs("ann", api.CategoryRanked, 1)}
+	sub, err := st.CreateSubmission(ctx, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range sub.Runs {
+		j, err := st.Queue().Get(ctx, r.JobID)
+		if err != nil || j.Key != runKey(r.ID) || j.State != queue.Queued {
+			t.Errorf("job %d of run %d = %+v, %v; want queued under %s", r.JobID, r.ID, j, err, runKey(r.ID))
+		}
+	}
+	ns.Code = []byte("y\n")
+	ns.Jobs = func(int64, []api.Run) ([]queue.NewJob, error) {
+		return []queue.NewJob{{GPUType: "cpu"}, {GPUType: "cpu"}}, nil
+	}
+	if _, err := st.CreateSubmission(ctx, ns); err == nil {
+		t.Fatal("CreateSubmission whose jobs the queue refuses: err = nil")
+	}
+	subs, err := st.Submissions(ctx, SubmissionFilter{UserID: u.ID, Limit: 10})
+	if err != nil || len(subs) != 1 {
+		t.Errorf("submissions after a refused enqueue = %d (%v), want the first one only", len(subs), err)
+	}
+	if d, err := st.Queue().Depth(ctx); err != nil || d["cpu"] != 2 {
+		t.Errorf("queue depth = %v (%v), want the first submission's 2 jobs", d, err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"kernelbox/appliance/api"
 
 	"kernelbox/policies"
+	"kernelbox/queue"
 )
 
 // runError is the status of a run the box could not carry out.
@@ -55,7 +56,13 @@ type NewSubmission struct {
 	// Findings are the scanner's; a flag among them holds the submission
 	// out of the rankings until an organiser reviews it.
 	Findings []policies.Finding
+	// Jobs are the queue's jobs for the new runs, enqueued in the same
+	// transaction: an accepted submission always has its jobs.
+	Jobs JobsFunc
 }
+
+// JobsFunc makes the queue jobs of a submission's runs, one a run.
+type JobsFunc func(subID int64, runs []api.Run) ([]queue.NewJob, error)
 
 // CreateSubmission stores the code (once per content), the submission and
 // its runs, and logs it, in one transaction.
@@ -99,6 +106,11 @@ func (s *Store) CreateSubmission(ctx context.Context, ns NewSubmission) (*Submis
 			}
 			sub.Runs = append(sub.Runs, r)
 		}
+		if ns.Jobs != nil {
+			if err := s.enqueueRuns(ctx, tx, sub.ID, sub.Runs, ns.Jobs); err != nil {
+				return err
+			}
+		}
 		return appendEvent(ctx, tx, now, ns.User.ID, sub.ID,
 			api.SubmissionQueued{Leaderboard: sub.Leaderboard, GPU: sub.GPUType, Mode: sub.Mode, Runs: len(sub.Runs)})
 	})
@@ -120,10 +132,29 @@ func (s *Store) CountSubmissions(ctx context.Context, lbID, userID int64, catego
 	return n, nil
 }
 
-// SetRunJob records the queue job of a run.
-func (s *Store) SetRunJob(ctx context.Context, runID, jobID int64) error {
-	if _, err := s.db.ExecContext(ctx, `UPDATE runs SET job_id = ? WHERE id = ?`, jobID, runID); err != nil {
-		return fmt.Errorf("set job of run %d: %w", runID, err)
+// EnqueueRuns enqueues the jobs of runs that have none (a data dir's
+// runs from before the store and the queue shared a transaction) and
+// records them, in one transaction.
+func (s *Store) EnqueueRuns(ctx context.Context, subID int64, runs []api.Run, mk JobsFunc) error {
+	return s.update(ctx, fmt.Sprintf("enqueue runs of submission %d", subID), func(tx *txn) error {
+		return s.enqueueRuns(ctx, tx, subID, runs, mk)
+	})
+}
+
+func (s *Store) enqueueRuns(ctx context.Context, tx *txn, subID int64, runs []api.Run, mk JobsFunc) error {
+	jobs, err := mk(subID, runs)
+	if err != nil {
+		return err
+	}
+	ids, err := s.queue.EnqueueTx(ctx, tx.Tx, jobs...)
+	if err != nil {
+		return err
+	}
+	for i := range runs {
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET job_id = ? WHERE id = ?`, ids[i], runs[i].ID); err != nil {
+			return fmt.Errorf("set job of run %d: %w", runs[i].ID, err)
+		}
+		runs[i].JobID = ids[i]
 	}
 	return nil
 }

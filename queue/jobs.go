@@ -103,12 +103,27 @@ type Lease struct {
 // Enqueue stores the jobs in one transaction: all of them or none, so a
 // leaderboard submission never has its public run without its secret twin.
 func (s *Store) Enqueue(ctx context.Context, jobs ...NewJob) ([]int64, error) {
-	now := ms(s.now())
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("enqueue: %w", err)
 	}
 	defer tx.Rollback()
+	ids, err := s.EnqueueTx(ctx, tx, jobs...)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("enqueue: %w", err)
+	}
+	return ids, nil
+}
+
+// EnqueueTx stores the jobs in the caller's transaction on the queue's
+// database: the submission and its jobs are committed together, or
+// neither is. A job whose Key is already queued is not added again; its
+// id is returned.
+func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, jobs ...NewJob) ([]int64, error) {
+	now := ms(s.now())
 	ids := make([]int64, 0, len(jobs))
 	for _, j := range jobs {
 		if j.User == "" || j.GPUType == "" {
@@ -138,9 +153,6 @@ func (s *Store) Enqueue(ctx context.Context, jobs ...NewJob) ([]int64, error) {
 			return nil, fmt.Errorf("enqueue: %w", err)
 		}
 		ids = append(ids, id)
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("enqueue: %w", err)
 	}
 	return ids, nil
 }

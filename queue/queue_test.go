@@ -6,7 +6,10 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // clock is a settable test clock.
@@ -269,13 +272,65 @@ func TestStore_ConcurrentClaims(t *testing.T) {
 func TestOpen_RefusesNewerSchema(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	if _, err := b.s.db.Exec("PRAGMA user_version = 999"); err != nil {
+	if _, err := b.s.db.Exec("UPDATE schema_versions SET version = 999 WHERE component = 'queue'"); err != nil {
 		t.Fatal(err)
 	}
 	b.s.Close()
 	_, err := Open(t.Context(), b.path, Options{})
 	if !errors.Is(err, ErrSchemaTooNew) {
 		t.Fatalf("Open of a newer schema: err = %v, want ErrSchemaTooNew", err)
+	}
+}
+
+// TestMigrate_Components: two components share one file, each with its own
+// version; a file of the one-component era (its version in user_version)
+// is adopted by the component whose tables it holds, not by the others.
+func TestMigrate_Components(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "shared.db")
+	db, err := OpenDB(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// A file as the one-component binary left it: its tables and its
+	// version in user_version.
+	other := fstest.MapFS{
+		"m/0001_notes.sql": {Data: []byte("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);")},
+		"m/0002_tags.sql":  {Data: []byte("ALTER TABLE notes ADD COLUMN tag TEXT;")},
+		"m/0003_more.sql":  {Data: []byte("CREATE TABLE more (id INTEGER PRIMARY KEY);")},
+	}
+	if _, err := db.ExecContext(ctx, "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); ALTER TABLE notes ADD COLUMN tag TEXT; PRAGMA user_version = 2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(ctx, db, Options{}); err != nil {
+		t.Fatalf("New on a file of another component: %v", err)
+	}
+	if err := Migrate(ctx, db, Migrations{Component: "notes", FS: other, Dir: "m", Legacy: "notes"}); err != nil {
+		t.Fatalf("Migrate(notes): %v", err)
+	}
+	got := map[string]int{}
+	rows, err := db.QueryContext(ctx, "SELECT component, version FROM schema_versions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var c string
+		var v int
+		if err := rows.Scan(&c, &v); err != nil {
+			t.Fatal(err)
+		}
+		got[c] = v
+	}
+	rows.Close()
+	want := map[string]int{"queue": 3, "notes": 3}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("schema versions (-want +got):\n%s", diff)
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE name IN ('jobs', 'more')").Scan(&n); err != nil || n != 2 {
+		t.Errorf("tables jobs and more: %d of 2 (%v); want the queue's made and notes' third migration applied", n, err)
 	}
 }
 

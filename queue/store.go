@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -18,9 +19,16 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// Store is the queue's SQLite database.
+// queueMigrations are the job tables': tracked as the "queue" component of
+// the database they live in, beside the caller's own tables.
+var queueMigrations = Migrations{Component: "queue", FS: migrations, Dir: "migrations", Legacy: "jobs"}
+
+// Store is the queue: its tables in a SQLite database that the caller may
+// share, so that the caller's rows and its jobs change in one transaction
+// (EnqueueTx), the way River's InsertTx does.
 type Store struct {
 	db  *sql.DB
+	own bool // Open made the db, so Close closes it
 	now func() time.Time
 }
 
@@ -30,11 +38,11 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Open opens (creating if needed) the queue database at path and applies
-// the embedded migrations that it has not seen yet.
-func Open(ctx context.Context, path string, opt Options) (*Store, error) {
-	db, err := OpenSQLite(ctx, path, migrations, "migrations")
-	if err != nil {
+// New makes the queue's tables in db (OpenDB's) where they are missing or
+// older than this binary's, and returns the queue over them. Closing db is
+// the caller's.
+func New(ctx context.Context, db *sql.DB, opt Options) (*Store, error) {
+	if err := Migrate(ctx, db, queueMigrations); err != nil {
 		return nil, fmt.Errorf("open queue: %w", err)
 	}
 	s := &Store{db: db, now: opt.Now}
@@ -44,15 +52,33 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	return s, nil
 }
 
-// Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+// Open opens (creating if needed) a database file of the queue's own, for
+// tests and tools; the daemon shares one file with its store (OpenDB, New).
+func Open(ctx context.Context, path string, opt Options) (*Store, error) {
+	db, err := OpenDB(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	s, err := New(ctx, db, opt)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.own = true
+	return s, nil
+}
 
-// OpenSQLite opens the SQLite database at path the way every kernelbox
-// store does (the queue here, the appliance's users and leaderboards in a
-// file of their own), and applies the migrations in dir of fsys that its
-// PRAGMA user_version has not seen. It lives here because the queue was
-// the first store; the appliance imports the queue anyway.
-func OpenSQLite(ctx context.Context, path string, fsys fs.FS, dir string) (*sql.DB, error) {
+// Close closes the database when Open made it.
+func (s *Store) Close() error {
+	if !s.own {
+		return nil
+	}
+	return s.db.Close()
+}
+
+// OpenDB opens the SQLite database file at path the way kernelbox keeps
+// its state: the queue's tables and the daemon's, in one file.
+func OpenDB(ctx context.Context, path string) (*sql.DB, error) {
 	q := url.Values{}
 	q.Set("_journal_mode", "WAL")
 	// FULL: an accepted submission survives a power cut, not only a crash
@@ -70,61 +96,121 @@ func OpenSQLite(ctx context.Context, path string, fsys fs.FS, dir string) (*sql.
 	// One connection: every statement is serialised through SQLite's single
 	// writer without busy retries between our own callers.
 	db.SetMaxOpenConns(1)
-	if err := migrate(ctx, db, fsys, dir); err != nil {
+	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	return db, nil
 }
 
-// migrate applies dir/NNNN_*.sql above PRAGMA user_version, each in its own
-// transaction together with the version bump.
-func migrate(ctx context.Context, db *sql.DB, fsys fs.FS, dir string) error {
-	var have int
-	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
-		return fmt.Errorf("read schema version: %w", err)
+// Migrations are one component's numbered schema changes (NNNN_name.sql
+// in Dir of FS), applied in order, each in a transaction with the record
+// that it was.
+type Migrations struct {
+	// Component names whose they are ("queue", "appliance"): several share
+	// a database, each with its own version.
+	Component string
+	FS        fs.FS
+	Dir       string
+	// Legacy is a table the component's first migration makes. A file
+	// written before versions were kept per component has it, and its
+	// PRAGMA user_version is this component's version.
+	Legacy string
+}
+
+// Migrate applies the migrations db has not seen yet.
+func Migrate(ctx context.Context, db *sql.DB, m Migrations) error {
+	have, err := schemaVersion(ctx, db, m)
+	if err != nil {
+		return err
 	}
-	names, err := fs.Glob(fsys, dir+"/*.sql")
+	names, err := fs.Glob(m.FS, m.Dir+"/*.sql")
 	if err != nil {
 		return err
 	}
 	sort.Strings(names)
 	newest := 0
 	for _, name := range names {
-		base := strings.TrimPrefix(name, dir+"/")
+		base := strings.TrimPrefix(name, m.Dir+"/")
 		n, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
 		if err != nil {
-			return fmt.Errorf("migration %s: name does not start with a number", base)
+			return fmt.Errorf("%s migration %s: name does not start with a number", m.Component, base)
 		}
 		newest = max(newest, n)
 		if n <= have {
 			continue
 		}
-		body, err := fs.ReadFile(fsys, name)
+		body, err := fs.ReadFile(m.FS, name)
 		if err != nil {
 			return err
 		}
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("migration %s: %w", base, err)
-		}
-		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migration %s: %w", base, err)
-		}
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", n)); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migration %s: %w", base, err)
-		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("migration %s: %w", base, err)
+		if err := applyMigration(ctx, db, m.Component, n, string(body)); err != nil {
+			return fmt.Errorf("%s migration %s: %w", m.Component, base, err)
 		}
 		have = n
 	}
 	if have > newest {
-		return fmt.Errorf("schema version %d is newer than this binary's %d: %w", have, newest, ErrSchemaTooNew)
+		return fmt.Errorf("%s schema version %d is newer than this binary's %d: %w", m.Component, have, newest, ErrSchemaTooNew)
 	}
 	return nil
+}
+
+func applyMigration(ctx context.Context, db *sql.DB, component string, n int, body string) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, body); err != nil {
+		return err
+	}
+	if err := SetSchemaVersion(ctx, tx, component, n); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// schemaVersions records each component's version in the database.
+const schemaVersions = `CREATE TABLE IF NOT EXISTS schema_versions (
+	component TEXT PRIMARY KEY,
+	version   INTEGER NOT NULL
+)`
+
+// schemaVersion is the component's version in db: its row, or for a file
+// of the one-component era its user_version, or 0.
+func schemaVersion(ctx context.Context, db *sql.DB, m Migrations) (int, error) {
+	if _, err := db.ExecContext(ctx, schemaVersions); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	var v int
+	err := db.QueryRowContext(ctx, `SELECT version FROM schema_versions WHERE component = ?`, m.Component).Scan(&v)
+	if err == nil {
+		return v, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	if m.Legacy == "" {
+		return 0, nil
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, m.Legacy).Scan(&n); err != nil || n == 0 {
+		return 0, err
+	}
+	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return v, nil
+}
+
+// SetSchemaVersion records, in tx, that component is at version v.
+func SetSchemaVersion(ctx context.Context, tx *sql.Tx, component string, v int) error {
+	if _, err := tx.ExecContext(ctx, schemaVersions); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO schema_versions (component, version) VALUES (?, ?)
+		ON CONFLICT (component) DO UPDATE SET version = excluded.version`, component, v)
+	return err
 }
 
 func ms(t time.Time) int64 { return t.UnixMilli() }

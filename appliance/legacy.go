@@ -1,0 +1,120 @@
+package appliance
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"kernelbox/queue"
+)
+
+// A data directory of the two-file era keeps the jobs in queue.db beside
+// kernelbox.db. mergeQueueFile moves them into kernelbox.db, once, with
+// nothing lost: the old file is first brought to this binary's queue
+// schema, its rows are copied in one transaction that also records the
+// merge, and it is then kept as queue.db.merged. A crash between the
+// commit and the rename is harmless: the record says the copy is done.
+
+// mergedMarker is the component row that records the merge.
+const mergedMarker = "queue.db merged"
+
+func mergeQueueFile(ctx context.Context, st *Store, path string, log *slog.Logger) error {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("merge %s: %w", path, err)
+	}
+	var done int
+	if err := st.db.QueryRowContext(ctx, `SELECT count(*) FROM schema_versions WHERE component = ?`, mergedMarker).Scan(&done); err != nil {
+		return fmt.Errorf("merge %s: %w", path, err)
+	}
+	if done == 0 {
+		old, err := queue.Open(ctx, path, queue.Options{}) // its schema up to date
+		if err != nil {
+			return fmt.Errorf("merge %s: %w", path, err)
+		}
+		if err := old.Close(); err != nil {
+			return fmt.Errorf("merge %s: %w", path, err)
+		}
+		n, err := copyQueueFile(ctx, st.db, path)
+		if err != nil {
+			return fmt.Errorf("merge %s into the store: %w", path, err)
+		}
+		log.Warn("merged the queue's old database file into kernelbox.db", "file", path, "jobs", n)
+	}
+	for _, suffix := range []string{"-wal", "-shm"} {
+		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("merge %s: %w", path, err)
+		}
+	}
+	if err := os.Rename(path, path+".merged"); err != nil {
+		return fmt.Errorf("merge %s: %w", path, err)
+	}
+	return nil
+}
+
+// copyQueueFile copies the queue's tables of the file at path into db's,
+// which must hold no jobs yet, and records the merge, in one transaction.
+func copyQueueFile(ctx context.Context, db *sql.DB, path string) (int, error) {
+	conn, err := db.Conn(ctx) // ATTACH holds for one connection
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `ATTACH DATABASE ? AS legacy`, "file:"+path+"?mode=ro"); err != nil {
+		return 0, err
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), `DETACH DATABASE legacy`)
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	var have int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM main.jobs`).Scan(&have); err != nil {
+		return 0, err
+	}
+	if have > 0 {
+		return 0, fmt.Errorf("kernelbox.db holds %d jobs already, and %s holds the old ones: move one of them away by hand", have, path)
+	}
+	for _, table := range []string{"jobs", "usage"} {
+		cols, err := columns(ctx, tx, table)
+		if err != nil {
+			return 0, err
+		}
+		list := strings.Join(cols, ", ")
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO main.%s (%s) SELECT %s FROM legacy.%s`, table, list, list, table)); err != nil {
+			return 0, fmt.Errorf("copy %s: %w", table, err)
+		}
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM main.jobs`).Scan(&n); err != nil {
+		return 0, err
+	}
+	if err := queue.SetSchemaVersion(ctx, tx, mergedMarker, 1); err != nil {
+		return 0, err
+	}
+	return n, tx.Commit()
+}
+
+// columns are a table's column names in main, quoted.
+func columns(ctx context.Context, tx *sql.Tx, table string) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, table)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		out = append(out, `"`+name+`"`)
+	}
+	return out, rows.Err()
+}
