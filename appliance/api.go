@@ -135,7 +135,7 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		a.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		msg = "internal error; the server's log has the details"
 	}
-	_ = writeJSON(w, api.HTTPStatus(code), map[string]*api.Error{"error": {Code: code, Message: msg}})
+	_ = writeJSON(w, api.HTTPStatus(code), api.ErrorBody{Error: &api.Error{Code: code, Message: msg}})
 }
 
 func decodeJSON(r *http.Request, w http.ResponseWriter, v any) error {
@@ -185,11 +185,11 @@ func (a *API) register(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, map[string]any{"user": u, "token": token})
+	return writeJSON(w, http.StatusCreated, api.Credentials{User: u.User, Token: token})
 }
 
 func (a *API) me(w http.ResponseWriter, r *http.Request) error {
-	return writeJSON(w, http.StatusOK, userOf(r))
+	return writeJSON(w, http.StatusOK, userOf(r).User)
 }
 
 func (a *API) join(w http.ResponseWriter, r *http.Request) error {
@@ -203,22 +203,11 @@ func (a *API) join(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"leaderboards": names})
+	return writeJSON(w, http.StatusOK, api.Joined{Leaderboards: names})
 }
 
-// LeaderboardInfo is a leaderboard as the API shows it.
-type LeaderboardInfo struct {
-	*Leaderboard
-	// State is active, or ended once the deadline has passed.
-	State string `json:"state"`
-	// Available are the GPU types this box can run it on now.
-	Available []string `json:"available_gpus"`
-	Templates []string `json:"templates,omitempty"`
-	Member    bool     `json:"member,omitempty"`
-}
-
-func (a *API) info(lb *Leaderboard) LeaderboardInfo {
-	li := LeaderboardInfo{Leaderboard: lb, State: "active", Available: []string{}}
+func (a *API) info(lb *Leaderboard) api.LeaderboardInfo {
+	li := api.LeaderboardInfo{Leaderboard: lb.Leaderboard, State: "active", Available: []string{}}
 	if lb.Ended(a.svc.now()) {
 		li.State = "ended"
 	}
@@ -242,7 +231,7 @@ func (a *API) leaderboards(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := []LeaderboardInfo{}
+	out := []api.LeaderboardInfo{}
 	for _, lb := range lbs {
 		out = append(out, a.info(lb))
 	}
@@ -269,21 +258,13 @@ func (a *API) ranking(w http.ResponseWriter, r *http.Request) error {
 		}
 		gpus = []string{g}
 	}
-	type ranking struct {
-		GPU  string        `json:"gpu"`
-		Rows []api.RankRow `json:"rows"`
-	}
-	out := struct {
-		Leaderboard string    `json:"leaderboard"`
-		RankingBy   string    `json:"ranking_by"`
-		Rankings    []ranking `json:"rankings"`
-	}{Leaderboard: lb.Name, RankingBy: lb.RankingBy, Rankings: []ranking{}}
+	out := api.Ranking{Leaderboard: lb.Name, RankingBy: lb.RankingBy, Rankings: []api.GPURanking{}}
 	for _, g := range gpus {
 		rows, err := a.svc.store.Ranking(r.Context(), lb.ID, g)
 		if err != nil {
 			return err
 		}
-		out.Rankings = append(out.Rankings, ranking{GPU: g, Rows: rows})
+		out.Rankings = append(out.Rankings, api.GPURanking{GPU: g, Rows: rows})
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -338,7 +319,7 @@ func (a *API) submit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusAccepted, sub)
+	return writeJSON(w, http.StatusAccepted, sub.Submission)
 }
 
 func (a *API) submissions(w http.ResponseWriter, r *http.Request) error {
@@ -367,7 +348,7 @@ func (a *API) submissions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, subs)
+	return writeJSON(w, http.StatusOK, wireSubmissions(subs))
 }
 
 func (a *API) submission(w http.ResponseWriter, r *http.Request) error {
@@ -489,7 +470,7 @@ func (a *API) cancel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, sub)
+	return writeJSON(w, http.StatusOK, sub.Submission)
 }
 
 func (a *API) gpus(w http.ResponseWriter, r *http.Request) error {
@@ -512,10 +493,11 @@ func (a *API) adminUsers(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if users == nil {
-		users = []User{}
+	out := []api.User{}
+	for _, u := range users {
+		out = append(out, u.User)
 	}
-	return writeJSON(w, http.StatusOK, users)
+	return writeJSON(w, http.StatusOK, out)
 }
 
 func (a *API) adminAddUser(w http.ResponseWriter, r *http.Request) error {
@@ -540,7 +522,7 @@ func (a *API) adminAddUser(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, map[string]any{"user": u, "token": token})
+	return writeJSON(w, http.StatusCreated, api.Credentials{User: u.User, Token: token})
 }
 
 func (a *API) adminBan(w http.ResponseWriter, r *http.Request) error {
@@ -557,7 +539,7 @@ func (a *API) adminBan(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, u)
+	return writeJSON(w, http.StatusOK, u.User)
 }
 
 func (a *API) adminToken(w http.ResponseWriter, r *http.Request) error {
@@ -578,7 +560,7 @@ func (a *API) adminToken(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, map[string]any{"user": target, "token": token})
+	return writeJSON(w, http.StatusCreated, api.Credentials{User: target.User, Token: token})
 }
 
 func (a *API) adminInvite(w http.ResponseWriter, r *http.Request) error {
@@ -593,7 +575,7 @@ func (a *API) adminInvite(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, map[string]any{"invite": code, "role": inv.Role, "uses": max(inv.Uses, 1), "leaderboards": inv.Leaderboards})
+	return writeJSON(w, http.StatusCreated, api.InviteCode{Invite: code, Role: inv.Role, Uses: max(inv.Uses, 1), Leaderboards: inv.Leaderboards})
 }
 
 func (a *API) adminProblems(w http.ResponseWriter, r *http.Request) error {
@@ -616,7 +598,7 @@ func (a *API) adminProblems(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	a.log.Info("problem set loaded", logUser, userOf(r).Name, "dir", dir, "leaderboards", len(loaded))
-	return writeJSON(w, http.StatusOK, map[string]any{"loaded": loaded})
+	return writeJSON(w, http.StatusOK, api.Loaded{Loaded: loaded})
 }
 
 func (a *API) adminLeaderboard(w http.ResponseWriter, r *http.Request) error {
@@ -655,7 +637,16 @@ func (a *API) writeSubmission(w http.ResponseWriter, r *http.Request, id int64) 
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, sub)
+	return writeJSON(w, http.StatusOK, sub.Submission)
+}
+
+// wireSubmissions are submissions as the API shows them.
+func wireSubmissions(subs []*Submission) []api.Submission {
+	out := []api.Submission{}
+	for _, s := range subs {
+		out = append(out, s.Submission)
+	}
+	return out
 }
 
 func (a *API) adminFlagged(w http.ResponseWriter, r *http.Request) error {
@@ -663,10 +654,7 @@ func (a *API) adminFlagged(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if subs == nil {
-		subs = []*Submission{}
-	}
-	return writeJSON(w, http.StatusOK, map[string]any{"submissions": subs})
+	return writeJSON(w, http.StatusOK, api.Flagged{Submissions: wireSubmissions(subs)})
 }
 
 func (a *API) adminReview(w http.ResponseWriter, r *http.Request) error {
@@ -705,7 +693,7 @@ func (a *API) adminDelete(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"deleted": id})
+	return writeJSON(w, http.StatusOK, api.Deleted{Deleted: id})
 }
 
 func (a *API) adminDrain(w http.ResponseWriter, r *http.Request) error {

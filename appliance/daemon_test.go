@@ -362,7 +362,7 @@ func TestDaemon_SubmitThroughCLI(t *testing.T) {
 		t.Errorf("show a deleted submission = exit %d, %q; want exit 2, no submission", code, errOut)
 	}
 	out, _, code = td.cli(ann, "leaderboards", "--json")
-	var lbs []LeaderboardInfo
+	var lbs []api.LeaderboardInfo
 	if err := json.Unmarshal([]byte(out), &lbs); code != 0 || err != nil || len(lbs) != 1 || lbs[0].State != "active" || lbs[0].GPUs[0] != "cpu" {
 		t.Errorf("leaderboards --json = exit %d, %q", code, out)
 	}

@@ -15,11 +15,13 @@ import (
 // Leaderboard is one problem offered for ranking: the API's view plus
 // what stays on the server (its key, its problem's directory, the seed of
 // its secret runs).
+// Its own fields never reach the wire (json:"-"): handlers answer with the
+// embedded api.Leaderboard.
 type Leaderboard struct {
 	api.Leaderboard
-	ID         int64
-	ProblemDir string
-	SecretSeed int64
+	ID         int64  `json:"-"`
+	ProblemDir string `json:"-"`
+	SecretSeed int64  `json:"-"`
 }
 
 // Ended reports whether the deadline has passed at now.

@@ -71,7 +71,7 @@ func (s *Store) Close() error { return s.db.Close() }
 // User is an account: the API's view plus the key the store joins on.
 type User struct {
 	api.User
-	ID int64
+	ID int64 `json:"-"`
 }
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
