@@ -166,9 +166,10 @@ func newID() string {
 	return idPrefix + hex.EncodeToString(b[:])
 }
 
-// Run runs one spec to its end and returns what happened. An error means
-// the spec was invalid; a failure inside the sandbox is a Result with
-// VerdictSandboxErr.
+// Run runs one spec to its end and returns what happened: start the
+// container's init, wait for it (or the wall limit, or ctx), collect its
+// output, stats and verdict. An error means the spec was invalid; a
+// failure inside the sandbox is a Result with VerdictSandboxErr.
 func (r *Runtime) Run(ctx context.Context, s Spec) (*Result, error) {
 	s, err := Validate(s)
 	if err != nil {
@@ -204,148 +205,217 @@ func (r *Runtime) Run(ctx context.Context, s Spec) (*Result, error) {
 			r.logger.Warn("destroy container", "container", id, "err", err)
 		}
 	}()
-
-	limit := s.Limits.OutputBytes
-	stdout, stderr, result := &capWriter{limit: limit}, &capWriter{limit: limit}, &capWriter{limit: limit}
-	// The streams are pipes of our own, read here. Given a plain writer,
-	// os/exec would copy runc init's output itself and its Wait would wait
-	// for that copy, which never ends when init's first stage fails while
-	// a later stage still holds the pipe: container.Run hung there, under
-	// load, and the slot with it.
-	var outputs sync.WaitGroup
-	var reads []*os.File
-	pipeTo := func(dst io.Writer) (*os.File, error) {
-		r, w, err := os.Pipe()
-		if err != nil {
-			return nil, err
-		}
-		reads = append(reads, r)
-		outputs.Add(1)
-		go func() {
-			defer outputs.Done()
-			_, _ = io.Copy(dst, r)
-		}()
-		return w, nil
-	}
-	// drain waits for the copies, then cuts off any writer still holding
-	// a pipe (a process the run left behind outside its namespace).
-	drain := func() {
-		done := make(chan struct{})
-		go func() { outputs.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(2 * time.Second):
-		}
-		for _, r := range reads {
-			r.Close() // ends a copy still blocked on a leftover writer
-		}
-		<-done
-	}
-	outW, err := pipeTo(stdout)
+	p, op, err := start(container, &s)
 	if err != nil {
-		return fail("stdout pipe", err)
+		return fail(op, err)
 	}
-	errW, err := pipeTo(stderr)
-	if err != nil {
-		outW.Close()
-		drain()
-		return fail("stderr pipe", err)
-	}
-	env := append([]string(nil), s.Env...)
-	proc := &libcontainer.Process{
-		Args: s.Args, Env: env, UID: s.UID, GID: s.GID, Cwd: "/work",
-		Stdout: outW, Stderr: errW, Init: true,
-	}
-	var pr, pw *os.File
-	if s.ResultPipe {
-		if pr, pw, err = os.Pipe(); err != nil {
-			return fail("result pipe", err)
-		}
-		defer pr.Close()
-		proc.ExtraFiles = []*os.File{pw}
-		proc.Env = append(proc.Env, "POPCORN_FD=3")
-	}
-	start := time.Now()
-	runErr := container.Run(proc)
-	outW.Close() // the container has its own copies now
-	errW.Close()
-	if runErr != nil {
-		if pw != nil {
-			pw.Close()
-		}
-		_ = container.Signal(unix.SIGKILL)
-		drain()
-		return fail("start", runErr)
-	}
-	readDone := make(chan struct{})
-	if pw != nil {
-		pw.Close()
-		var dst io.Writer = result
-		if s.ResultTee != nil {
-			dst = io.MultiWriter(result, s.ResultTee)
-		}
-		go func() {
-			defer close(readDone)
-			_, _ = io.Copy(dst, pr)
-		}()
-	} else {
-		close(readDone)
-	}
-
-	waited := make(chan *os.ProcessState, 1)
-	go func() {
-		ps, _ := proc.Wait()
-		waited <- ps
-	}()
-	timer := time.NewTimer(s.Limits.WallTime)
-	defer timer.Stop()
-	var ps *os.ProcessState
-	timedOut, cancelled := false, false
-	select {
-	case ps = <-waited:
-	case <-timer.C:
-		timedOut = true
-	case <-ctx.Done():
-		cancelled = true
-	}
-	if ps == nil {
-		// Killing the init of a PID namespace kills every process in it.
-		_ = container.Signal(unix.SIGKILL)
-		ps = <-waited
-	}
-	res.Wall = time.Since(start)
-	select {
-	case <-readDone:
-	case <-time.After(2 * time.Second):
-		pr.Close()
-		<-readDone
-	}
-	drain()
-	if state, err := container.State(); err != nil {
-		r.logger.Warn("container state", "container", id, "err", err)
-	} else if state.Config.Cgroups != nil {
-		if st, err := readStats(state.Config.Cgroups.Path, state.CgroupPaths); err == nil {
-			res.PeakMemory, res.CPU, res.OOMKills = st.peak, st.cpu, st.oom
-		} else {
-			r.logger.Warn("read cgroup stats", "container", id, "err", err)
-		}
-	}
+	end := p.wait(ctx, container, s.Limits.WallTime)
+	res.Wall = time.Since(p.began)
+	p.out.drain()
+	r.readStats(container, res)
 	if err := keepFiles(&s); err != nil {
 		return fail("keep files", err)
 	}
-	res.Stdout, res.Stderr, res.ResultData = stdout.buf.Bytes(), stderr.buf.Bytes(), result.buf.Bytes()
-	res.Truncated = stdout.dropped+stderr.dropped+result.dropped > 0
+	p.out.collect(res, end)
+	if end.cancelled {
+		return fail("run", ctx.Err())
+	}
+	return res, nil
+}
+
+// outputs are a run's stdout, stderr and result pipe: pipes of our own,
+// read here into capped buffers. Given a plain writer, os/exec would copy
+// runc init's output itself and its Wait would wait for that copy, which
+// never ends when init's first stage fails while a later stage still
+// holds the pipe: container.Run hung there, under load, and the slot with
+// it.
+type outputs struct {
+	stdout, stderr, result *capWriter
+	copies                 sync.WaitGroup
+	reads                  []*os.File
+	// resultDone closes when the result pipe's copy ends.
+	resultDone chan struct{}
+	resultRead *os.File
+}
+
+func newOutputs(limit int) *outputs {
+	return &outputs{stdout: &capWriter{limit: limit}, stderr: &capWriter{limit: limit}, result: &capWriter{limit: limit},
+		resultDone: make(chan struct{})}
+}
+
+// pipeTo makes a pipe whose read end is copied to dst; the write end is
+// the container's.
+func (o *outputs) pipeTo(dst io.Writer) (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	o.reads = append(o.reads, r)
+	o.copies.Add(1)
+	go func() {
+		defer o.copies.Done()
+		_, _ = io.Copy(dst, r)
+	}()
+	return w, nil
+}
+
+// drain waits for the copies, then cuts off any writer still holding a
+// pipe (a process the run left behind outside its namespace).
+func (o *outputs) drain() {
+	o.drainResult()
+	done := make(chan struct{})
+	go func() { o.copies.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+	}
+	for _, r := range o.reads {
+		r.Close() // ends a copy still blocked on a leftover writer
+	}
+	<-done
+}
+
+// drainResult waits a little for the result pipe's copy, then cuts it off.
+func (o *outputs) drainResult() {
+	if o.resultRead == nil {
+		return
+	}
+	select {
+	case <-o.resultDone:
+	case <-time.After(2 * time.Second):
+		o.resultRead.Close()
+		<-o.resultDone
+	}
+	o.resultRead.Close()
+	o.resultRead = nil
+}
+
+// process is a container's init, started.
+type process struct {
+	proc  *libcontainer.Process
+	out   *outputs
+	began time.Time
+}
+
+// start starts the container's init with our pipes; on an error, op says
+// which step failed and the pipes are already drained.
+func start(container *libcontainer.Container, s *Spec) (*process, string, error) {
+	out := newOutputs(s.Limits.OutputBytes)
+	outW, err := out.pipeTo(out.stdout)
+	if err != nil {
+		return nil, "stdout pipe", err
+	}
+	errW, err := out.pipeTo(out.stderr)
+	if err != nil {
+		outW.Close()
+		out.drain()
+		return nil, "stderr pipe", err
+	}
+	proc := &libcontainer.Process{
+		Args: s.Args, Env: append([]string(nil), s.Env...), UID: s.UID, GID: s.GID, Cwd: "/work",
+		Stdout: outW, Stderr: errW, Init: true,
+	}
+	var pw *os.File
+	if s.ResultPipe {
+		if out.resultRead, pw, err = os.Pipe(); err != nil {
+			outW.Close()
+			errW.Close()
+			out.drain()
+			return nil, "result pipe", err
+		}
+		proc.ExtraFiles = []*os.File{pw}
+		proc.Env = append(proc.Env, "POPCORN_FD=3")
+	}
+	began := time.Now()
+	runErr := container.Run(proc)
+	outW.Close() // the container has its own copies now
+	errW.Close()
+	if pw != nil {
+		pw.Close()
+	}
+	if runErr != nil {
+		_ = container.Signal(unix.SIGKILL)
+		if out.resultRead != nil {
+			out.resultRead.Close()
+			out.resultRead = nil
+		}
+		out.drain()
+		return nil, "start", runErr
+	}
+	if out.resultRead != nil {
+		var dst io.Writer = out.result
+		if s.ResultTee != nil {
+			dst = io.MultiWriter(out.result, s.ResultTee)
+		}
+		go func(r *os.File) {
+			defer close(out.resultDone)
+			_, _ = io.Copy(dst, r)
+		}(out.resultRead)
+	}
+	return &process{proc: proc, out: out, began: began}, "", nil
+}
+
+// ending is how a run's init ended.
+type ending struct {
+	ps                  *os.ProcessState
+	timedOut, cancelled bool
+}
+
+// wait waits for the init to exit, or kills it at the wall limit or when
+// ctx ends. Killing the init of a PID namespace kills every process in it.
+func (p *process) wait(ctx context.Context, container *libcontainer.Container, wall time.Duration) ending {
+	waited := make(chan *os.ProcessState, 1)
+	go func() {
+		ps, _ := p.proc.Wait()
+		waited <- ps
+	}()
+	timer := time.NewTimer(wall)
+	defer timer.Stop()
+	var e ending
+	select {
+	case e.ps = <-waited:
+		return e
+	case <-timer.C:
+		e.timedOut = true
+	case <-ctx.Done():
+		e.cancelled = true
+	}
+	_ = container.Signal(unix.SIGKILL)
+	e.ps = <-waited
+	return e
+}
+
+// readStats fills in the run's peak memory, CPU time and OOM kills.
+func (r *Runtime) readStats(container *libcontainer.Container, res *Result) {
+	state, err := container.State()
+	if err != nil {
+		r.logger.Warn("container state", "container", res.ID, "err", err)
+		return
+	}
+	if state.Config.Cgroups == nil {
+		return
+	}
+	st, err := readStats(state.Config.Cgroups.Path, state.CgroupPaths)
+	if err != nil {
+		r.logger.Warn("read cgroup stats", "container", res.ID, "err", err)
+		return
+	}
+	res.PeakMemory, res.CPU, res.OOMKills = st.peak, st.cpu, st.oom
+}
+
+// collect puts the output, the exit and the verdict into res.
+func (o *outputs) collect(res *Result, e ending) {
+	res.Stdout, res.Stderr, res.ResultData = o.stdout.buf.Bytes(), o.stderr.buf.Bytes(), o.result.buf.Bytes()
+	res.Truncated = o.stdout.dropped+o.stderr.dropped+o.result.dropped > 0
 	res.ExitCode = -1
-	if ps != nil {
-		res.ExitCode = ps.ExitCode()
-		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+	if e.ps != nil {
+		res.ExitCode = e.ps.ExitCode()
+		if ws, ok := e.ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			res.Signal = unix.SignalName(ws.Signal())
 		}
 	}
 	switch {
-	case cancelled:
-		return fail("run", ctx.Err())
-	case timedOut:
+	case e.timedOut:
 		res.Verdict = VerdictTimeout
 	case res.OOMKills > 0:
 		res.Verdict = VerdictOOM
@@ -358,7 +428,6 @@ func (r *Runtime) Run(ctx context.Context, s Spec) (*Result, error) {
 	default:
 		res.Verdict = VerdictOK
 	}
-	return res, nil
 }
 
 // buildRootfs lays out the empty root: mount points, the merged-/usr
