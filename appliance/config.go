@@ -11,10 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"kernelbox/appliance/api"
-
 	"go.yaml.in/yaml/v3"
 
+	"kernelbox/appliance/api"
 	"kernelbox/gpu"
 	"kernelbox/policies"
 	"kernelbox/problems"

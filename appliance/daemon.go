@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"kernelbox/appliance/api"
-
 	"kernelbox/gpu"
 	"kernelbox/policies"
 	"kernelbox/problems"

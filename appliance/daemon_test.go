@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"kernelbox/appliance/api"
-
 	"kernelbox/gpu"
 	"kernelbox/gpu/gputest"
 	"kernelbox/internal/testutil"

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"kernelbox/appliance/api"
-
 	"kernelbox/gpu/gputest"
 	"kernelbox/internal/testutil"
 	"kernelbox/problems"

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"kernelbox/appliance/api"
-
 	"kernelbox/problems"
 )
 

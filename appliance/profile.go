@@ -9,7 +9,6 @@ import (
 	"strconv"
 
 	"kernelbox/appliance/api"
-
 	"kernelbox/gpu"
 	"kernelbox/problems"
 	"kernelbox/sandbox"

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"kernelbox/appliance/api"
-
 	"kernelbox/internal/testutil"
 	"kernelbox/problems"
 	"kernelbox/queue"

@@ -16,7 +16,6 @@ import (
 	"unicode/utf8"
 
 	"kernelbox/appliance/api"
-
 	"kernelbox/policies"
 	"kernelbox/problems"
 	"kernelbox/queue"
@@ -128,29 +127,16 @@ func (s *Service) slotCount(gpuType string) int {
 }
 
 // Submit checks a submission against every rule, stores it and enqueues its
-// jobs. The order of checks is the order a contestant can fix them in.
+// jobs. The order of checks is the order a contestant can fix them in: the
+// box, the file, the leaderboard, the GPU and problem, the limits, the
+// scanner.
 func (s *Service) Submit(ctx context.Context, u *User, req api.SubmitRequest) (*Submission, error) {
-	if s.draining.Load() {
-		return nil, api.Errorf(api.CodeUnavailable, "the box is shutting down; submit again when it is back")
+	if err := s.acceptsFrom(u); err != nil {
+		return nil, err
 	}
-	if len(s.health) > 0 {
-		return nil, api.Errorf(api.CodeUnavailable, "this box cannot evaluate submissions now: %s", strings.Join(s.health, "; "))
-	}
-	if u.Banned {
-		return nil, api.Errorf(api.CodeForbidden, "user %s is banned from submitting", u.Name)
-	}
-	if int64(len(req.Code)) > s.cfg.MaxUploadBytes {
-		return nil, api.Errorf(api.CodeTooLarge, "the file is %d bytes, more than the %d allowed", len(req.Code), s.cfg.MaxUploadBytes)
-	}
-	if len(req.Code) == 0 {
-		return nil, api.Errorf(api.CodeInvalid, "the file is empty")
-	}
-	if !utf8.Valid(req.Code) {
-		return nil, api.Errorf(api.CodeInvalid, "the file is not UTF-8 text")
-	}
-	dir, err := problems.ParseDirectives(req.Code)
+	dir, mode, err := s.checkFile(req)
 	if err != nil {
-		return nil, api.Errorf(api.CodeInvalid, "%v", err)
+		return nil, err
 	}
 	lbName := req.Leaderboard
 	switch {
@@ -162,25 +148,9 @@ func (s *Service) Submit(ctx context.Context, u *User, req api.SubmitRequest) (*
 	if lbName == "" {
 		return nil, api.Errorf(api.CodeInvalid, "no leaderboard: pass --leaderboard or put `#!POPCORN leaderboard NAME` in the file")
 	}
-	mode, err := problems.ParseMode(req.Mode)
-	if err != nil {
-		return nil, api.Errorf(api.CodeInvalid, "%v", err)
-	}
-	lb, err := s.store.Leaderboard(ctx, lbName)
+	lb, err := s.openLeaderboard(ctx, u, lbName)
 	if err != nil {
 		return nil, err
-	}
-	if lb.Visibility == api.VisibilityClosed && !u.Role.Staff() {
-		ok, err := s.store.IsMember(ctx, lb.ID, u.ID)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, api.Errorf(api.CodeForbidden, "leaderboard %s is closed: it takes submissions from invited users only (`kernelbox join CODE`)", lb.Name)
-		}
-	}
-	if lb.Ended(s.now()) && !u.Role.Staff() {
-		return nil, api.Errorf(api.CodeForbidden, "leaderboard %s closed at its deadline, %s", lb.Name, lb.Deadline.Format(time.RFC3339))
 	}
 	gpu, err := s.pickGPU(lb, req.GPU, dir.GPUs)
 	if err != nil {
@@ -206,34 +176,12 @@ func (s *Service) Submit(ctx context.Context, u *User, req api.SubmitRequest) (*
 	if mode == problems.ModeTest {
 		category = api.CategoryTest
 	}
-	if err := s.checkRate(ctx, lb, u, category); err != nil {
+	if err := s.checkLimits(ctx, lb, u, mode, category); err != nil {
 		return nil, err
 	}
-	runs := 1
-	if mode == problems.ModeLeaderboard {
-		runs = 2
-	}
-	load, err := s.queue.UserLoad(ctx, u.Name)
+	findings, err := s.scan(u, lb, mode, req.Code)
 	if err != nil {
 		return nil, err
-	}
-	if load.Queued+runs > s.cfg.MaxQueuedPerUser {
-		return nil, api.Errorf(api.CodeExhausted, "you have %d jobs waiting, and the cap is %d: wait for some to finish", load.Queued, s.cfg.MaxQueuedPerUser)
-	}
-	// The scanner reads timed submissions; test mode ranks nothing.
-	var findings []policies.Finding
-	if mode != problems.ModeTest {
-		findings = policies.Scan(req.Code)
-		if policies.Worst(findings) == policies.ScanReject {
-			var why []string
-			for _, f := range findings {
-				if f.Verdict == policies.ScanReject {
-					why = append(why, f.String())
-				}
-			}
-			s.log.Info("submission refused by the scanner", logUser, u.Name, "leaderboard", lb.Name, "rules", len(why))
-			return nil, api.Errorf(api.CodeForbidden, "the scanner refuses this submission: %s", strings.Join(why, "; "))
-		}
 	}
 	sub, err := s.store.CreateSubmission(ctx, NewSubmission{Leaderboard: lb, User: u, FileName: filepath.Base(req.FileName),
 		Code: req.Code, GPUType: gpu, Mode: string(mode), Category: category, Secret: mode == problems.ModeLeaderboard, Findings: findings,
@@ -244,6 +192,107 @@ func (s *Service) Submit(ctx context.Context, u *User, req api.SubmitRequest) (*
 	s.wake.Fire()
 	s.log.Info("submission accepted", logSubmission, sub.ID, logUser, u.Name, "leaderboard", lb.Name, "gpu", gpu, "mode", mode)
 	return sub, nil
+}
+
+// acceptsFrom says whether the box takes submissions now, and from u.
+func (s *Service) acceptsFrom(u *User) error {
+	switch {
+	case s.draining.Load():
+		return api.Errorf(api.CodeUnavailable, "the box is shutting down; submit again when it is back")
+	case len(s.health) > 0:
+		return api.Errorf(api.CodeUnavailable, "this box cannot evaluate submissions now: %s", strings.Join(s.health, "; "))
+	case u.Banned:
+		return api.Errorf(api.CodeForbidden, "user %s is banned from submitting", u.Name)
+	}
+	return nil
+}
+
+// checkFile reads the upload: its size, its text, its directives and the
+// mode asked for.
+func (s *Service) checkFile(req api.SubmitRequest) (problems.Directives, problems.Mode, error) {
+	var none problems.Directives
+	switch {
+	case int64(len(req.Code)) > s.cfg.MaxUploadBytes:
+		return none, "", api.Errorf(api.CodeTooLarge, "the file is %d bytes, more than the %d allowed", len(req.Code), s.cfg.MaxUploadBytes)
+	case len(req.Code) == 0:
+		return none, "", api.Errorf(api.CodeInvalid, "the file is empty")
+	case !utf8.Valid(req.Code):
+		return none, "", api.Errorf(api.CodeInvalid, "the file is not UTF-8 text")
+	}
+	dir, err := problems.ParseDirectives(req.Code)
+	if err != nil {
+		return none, "", api.Errorf(api.CodeInvalid, "%v", err)
+	}
+	mode, err := problems.ParseMode(req.Mode)
+	if err != nil {
+		return none, "", api.Errorf(api.CodeInvalid, "%v", err)
+	}
+	return dir, mode, nil
+}
+
+// openLeaderboard finds the leaderboard and checks that u may submit to
+// it: a member of a closed one, before its deadline (staff always).
+func (s *Service) openLeaderboard(ctx context.Context, u *User, name string) (*Leaderboard, error) {
+	lb, err := s.store.Leaderboard(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if u.Role.Staff() {
+		return lb, nil
+	}
+	if lb.Visibility == api.VisibilityClosed {
+		ok, err := s.store.IsMember(ctx, lb.ID, u.ID)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, api.Errorf(api.CodeForbidden, "leaderboard %s is closed: it takes submissions from invited users only (`kernelbox join CODE`)", lb.Name)
+		}
+	}
+	if lb.Ended(s.now()) {
+		return nil, api.Errorf(api.CodeForbidden, "leaderboard %s closed at its deadline, %s", lb.Name, lb.Deadline.Format(time.RFC3339))
+	}
+	return lb, nil
+}
+
+// checkLimits holds u to the leaderboard's rate limit and the box's cap on
+// waiting jobs.
+func (s *Service) checkLimits(ctx context.Context, lb *Leaderboard, u *User, mode problems.Mode, category string) error {
+	if err := s.checkRate(ctx, lb, u, category); err != nil {
+		return err
+	}
+	runs := 1
+	if mode == problems.ModeLeaderboard {
+		runs = 2
+	}
+	load, err := s.queue.UserLoad(ctx, u.Name)
+	if err != nil {
+		return err
+	}
+	if load.Queued+runs > s.cfg.MaxQueuedPerUser {
+		return api.Errorf(api.CodeExhausted, "you have %d jobs waiting, and the cap is %d: wait for some to finish", load.Queued, s.cfg.MaxQueuedPerUser)
+	}
+	return nil
+}
+
+// scan runs the scanner over a timed submission (test mode ranks nothing):
+// a refusal is an error, flags are returned to be stored with it.
+func (s *Service) scan(u *User, lb *Leaderboard, mode problems.Mode, code []byte) ([]policies.Finding, error) {
+	if mode == problems.ModeTest {
+		return nil, nil
+	}
+	findings := policies.Scan(code)
+	if policies.Worst(findings) != policies.ScanReject {
+		return findings, nil
+	}
+	var why []string
+	for _, f := range findings {
+		if f.Verdict == policies.ScanReject {
+			why = append(why, f.String())
+		}
+	}
+	s.log.Info("submission refused by the scanner", logUser, u.Name, "leaderboard", lb.Name, "rules", len(why))
+	return nil, api.Errorf(api.CodeForbidden, "the scanner refuses this submission: %s", strings.Join(why, "; "))
 }
 
 // pickGPU resolves the GPU type: the flag, else the directive's first one

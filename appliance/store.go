@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"kernelbox/appliance/api"
-
 	"kernelbox/queue"
 )
 

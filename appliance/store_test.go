@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"kernelbox/appliance/api"
 	"kernelbox/queue"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 func newTestStore(t *testing.T) *Store {

@@ -8,10 +8,9 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"kernelbox/appliance/api"
-
 	"github.com/urfave/cli/v2"
 
+	"kernelbox/appliance/api"
 	"kernelbox/problems"
 )
 

@@ -9,11 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"kernelbox/appliance"
-	"kernelbox/appliance/api"
-
 	"github.com/urfave/cli/v2"
 
+	"kernelbox/appliance"
+	"kernelbox/appliance/api"
 	"kernelbox/gpu"
 	"kernelbox/policies"
 	"kernelbox/sandbox"

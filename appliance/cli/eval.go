@@ -13,10 +13,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"kernelbox/appliance/api"
-
 	"github.com/urfave/cli/v2"
 
+	"kernelbox/appliance/api"
 	"kernelbox/problems"
 )
 

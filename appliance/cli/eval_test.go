@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"kernelbox/appliance/api"
-
 	"kernelbox/internal/testutil"
 )
 

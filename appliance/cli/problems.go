@@ -10,10 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"kernelbox/appliance/api"
-
 	"github.com/urfave/cli/v2"
 
+	"kernelbox/appliance/api"
 	"kernelbox/problems"
 )
 

@@ -11,10 +11,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/urfave/cli/v2"
+
 	"kernelbox/appliance"
 	"kernelbox/appliance/api"
-
-	"github.com/urfave/cli/v2"
 )
 
 func serveCommand() *cli.Command {

@@ -1,0 +1,327 @@
+package appliance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"kernelbox/appliance/api"
+	"kernelbox/gpu"
+	"kernelbox/policies"
+	"kernelbox/problems"
+	"kernelbox/queue"
+)
+
+// handle runs one leased job to its end, in steps: take the lease over
+// the run, execute it under a heartbeat (gate, sample, evaluate), judge
+// what came back, record the result. The store's run row is written
+// before the queue's job is finished; a crash between the two runs nothing
+// twice, because the next holder finds the run ended (StartRun).
+func (r *runner) handle(log *slog.Logger, g gang, l *queue.Lease) {
+	log = log.With(logJob, l.ID)
+	p, rc, ok := r.takeRun(log, g, l)
+	if !ok {
+		return
+	}
+	log = log.With(logRun, p.Run, logSubmission, p.Submission)
+	hb := r.heartbeat(log, l)
+	ex, err := r.execute(hb.ctx, g, rc)
+	if hb.stop() {
+		return // whoever took the lease owns the job's state now
+	}
+	switch {
+	case err != nil && r.hard.Err() != nil:
+		// Shutting down: the job did nothing wrong, give it back whole.
+		if err := r.svc.queue.Release(context.WithoutCancel(r.hard), l, "daemon shut down during the run"); err != nil {
+			log.Warn("release job", "err", err)
+		}
+	case err != nil:
+		r.retry(log, l, p, err)
+	case ex.timed && ex.throttled != nil:
+		// The timings are not comparable: run it again, and never score this one.
+		r.retry(log, l, p, fmt.Errorf("the GPU throttled during the run (clock-event reasons %#x, SM clock %d-%d MHz)",
+			ex.throttled.Reasons&r.measure.throttleMask(), ex.throttled.SMClockMin, ex.throttled.SMClockMax))
+	default:
+		r.record(log, g, l, p, rc, ex)
+	}
+}
+
+// takeRun reads the job's run and hands it to this lease; ok is false
+// when there is nothing (more) to run, the job then being dealt with.
+func (r *runner) takeRun(log *slog.Logger, g gang, l *queue.Lease) (jobPayload, *RunContext, bool) {
+	ctx := r.hard
+	var p jobPayload
+	if err := json.Unmarshal(l.Payload, &p); err != nil || p.Run == 0 {
+		log.Error("job without a run: failing it", "payload", string(l.Payload))
+		r.finishJob(log, l, queue.Failed, 0, "bad payload")
+		return p, nil, false
+	}
+	log = log.With(logRun, p.Run, logSubmission, p.Submission)
+	started, err := r.svc.store.StartRun(ctx, p.Run, l.Token, g.ids())
+	if err != nil {
+		r.retry(log, l, p, err)
+		return p, nil, false
+	}
+	if !started {
+		// Ended already: cancelled, or stored before a crash.
+		r.finishJob(log, l, queue.Succeeded, 0, "")
+		return p, nil, false
+	}
+	if err := r.svc.queue.Start(ctx, l); err != nil {
+		log.Warn("start job", "err", err)
+		return p, nil, false
+	}
+	rc, err := r.svc.store.LoadRun(ctx, p.Run)
+	if err != nil {
+		r.retry(log, l, p, err)
+		return p, nil, false
+	}
+	return p, rc, true
+}
+
+// heartbeat keeps a job's lease while it runs. Its ctx ends when the
+// lease is lost (cancelled, or reaped), which stops the run.
+type heartbeat struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	lost   chan struct{}
+	done   chan struct{}
+}
+
+func (r *runner) heartbeat(log *slog.Logger, l *queue.Lease) *heartbeat {
+	ctx, cancel := context.WithCancel(r.hard)
+	hb := &heartbeat{ctx: ctx, cancel: cancel, lost: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(hb.done)
+		t := time.NewTicker(r.svc.cfg.LeaseTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			err := r.svc.queue.Heartbeat(ctx, l, r.svc.cfg.LeaseTTL)
+			if errors.Is(err, queue.ErrLeaseLost) {
+				log.Info("lease lost (cancelled or reaped): stopping the run")
+				close(hb.lost)
+				cancel()
+				return
+			}
+			if err != nil && ctx.Err() == nil {
+				log.Warn("heartbeat", "err", err)
+			}
+		}
+	}()
+	return hb
+}
+
+// stop ends the heartbeat, waits for it and says whether the lease was lost.
+func (hb *heartbeat) stop() (lost bool) {
+	hb.cancel()
+	<-hb.done
+	select {
+	case <-hb.lost:
+		return true
+	default:
+		return false
+	}
+}
+
+// execution is what a run left: the harness's report and the GPUs'
+// readings around it.
+type execution struct {
+	rep     *problems.Report
+	profile string
+	wall    time.Duration
+	// timed runs (not test mode, on a measured GPU) are gated and must not
+	// throttle.
+	timed bool
+	// before is the lead GPU's reading at the gate; tel its telemetry
+	// across the run, others a gang's other GPUs', throttled the first
+	// that throttled.
+	before    *gpu.Telemetry
+	tel       *gpu.RunTelemetry
+	others    []gpu.RunTelemetry
+	throttled *gpu.RunTelemetry
+}
+
+// execute runs the harness on the gang. A timed run on a GPU waits for
+// the GPU to be fit for it; a GPU that does not become so is the box's
+// failure (an error, retried later elsewhere or again), never a verdict
+// on the submission.
+func (r *runner) execute(ctx context.Context, g gang, rc *RunContext) (*execution, error) {
+	ex := &execution{timed: r.measured(g[0]) && problems.Mode(rc.Run.Mode) != problems.ModeTest}
+	if ex.timed && r.measure.Gate {
+		for i, s := range g {
+			if !r.measured(s) {
+				continue
+			}
+			tel, err := r.monitor.Gate(ctx, s.GPU.UUID, r.measure.gateConfig())
+			if err != nil {
+				return nil, fmt.Errorf("pre-flight gate of %s: %w", s.ID, err)
+			}
+			if i == 0 {
+				ex.before = &tel
+			}
+		}
+	}
+	var samplers []*gpu.Sampler
+	for _, s := range g {
+		if r.measured(s) {
+			samplers = append(samplers, r.monitor.Sample(s.GPU.UUID, r.measure.SampleEvery, r.measure.throttleMask()))
+		}
+	}
+	begin := time.Now()
+	rep, profile, err := r.evaluate(ctx, g, rc)
+	ex.rep, ex.profile, ex.wall = rep, profile, time.Since(begin)
+	for i, sm := range samplers {
+		rt := sm.Stop()
+		if i == 0 {
+			ex.tel = &rt
+		} else {
+			ex.others = append(ex.others, rt)
+		}
+		if rt.Throttled && ex.throttled == nil {
+			ex.throttled = &rt
+		}
+	}
+	return ex, err
+}
+
+// record stores the run's result, with what the box knows of the run, and
+// finishes the job.
+func (r *runner) record(log *slog.Logger, g gang, l *queue.Lease, p jobPayload, rc *RunContext, ex *execution) {
+	slot, rep := g[0], ex.rep
+	res := RunResult{Status: api.StatusDone, Passed: rep.Passed, Reason: rep.Reason, Profile: ex.profile}
+	for _, f := range rep.Flags {
+		res.Findings = append(res.Findings, policies.Finding{Rule: f.Rule, Verdict: policies.ScanFlag, Message: f.Message})
+	}
+	if ex.tel != nil {
+		res.Telemetry, _ = json.Marshal(struct {
+			Gate *gpu.Telemetry `json:"gate,omitempty"`
+			*gpu.RunTelemetry
+			Others []gpu.RunTelemetry `json:"others,omitempty"` // a gang's other GPUs
+		}{ex.before, ex.tel, ex.others})
+	}
+	if rep.Passed && rc.Run.Mode == string(problems.ModeLeaderboard) {
+		res.Score = rep.Score
+	}
+	res.Report, _ = json.Marshal(rep)
+	info := map[string]any{"slot": g.ids(), "gpu": slot.GPUType, "device": slot.Device,
+		"python": r.python.Path, "torch": r.python.Torch, "kernelbox": r.svc.cfg.Version, "wall_ns": ex.wall}
+	if slot.GPU != nil {
+		info["gpu_uuid"], info["gpu_name"], info["driver"], info["clocks"] = slot.GPU.UUID, slot.GPU.Name, r.driver, slot.Clocks
+	}
+	if len(g) > 1 {
+		info["gpus"] = len(g)
+	}
+	res.SystemInfo, _ = json.Marshal(info)
+	if _, err := r.svc.store.FinishRun(context.WithoutCancel(r.hard), p.Run, l.Token, res); err != nil {
+		log.Warn("store run result", "err", err)
+		return
+	}
+	log.Info("run finished", "passed", rep.Passed, "wall", ex.wall.Round(time.Millisecond))
+	r.finishJob(log, l, queue.Succeeded, ex.wall, "")
+}
+
+func (r *runner) finishJob(log *slog.Logger, l *queue.Lease, st queue.State, gpuTime time.Duration, why string) {
+	if err := r.svc.queue.Finish(context.WithoutCancel(r.hard), l, st, gpuTime, why); err != nil {
+		log.Warn("finish job", "err", err)
+	}
+}
+
+// retry hands an infrastructure failure back to the queue; with no
+// attempts left the run ends as an error (the user's code may be fine).
+func (r *runner) retry(log *slog.Logger, l *queue.Lease, p jobPayload, cause error) {
+	ctx := context.WithoutCancel(r.hard)
+	log.Error("run could not be carried out", "attempt", l.Attempts, "err", cause)
+	again, err := r.svc.queue.Retry(ctx, l, time.Second, cause.Error())
+	if err != nil {
+		log.Warn("retry job", "err", err)
+		return
+	}
+	if again {
+		_ = r.svc.store.AppendEvent(ctx, p.Submission, api.RunRetried{Run: p.Run, Attempt: l.Attempts})
+		return
+	}
+	res := RunResult{Status: runError, Reason: fmt.Sprintf("the box could not run it (%d attempts): %v", l.Attempts, cause)}
+	if _, err := r.svc.store.FinishRun(ctx, p.Run, l.Token, res); err != nil {
+		log.Warn("store failed run", "err", err)
+	}
+}
+
+// evaluate runs the harness for one run in a fresh work directory.
+func (r *runner) evaluate(ctx context.Context, g gang, rc *RunContext) (*problems.Report, string, error) {
+	slot := g[0]
+	t, err := r.svc.task(rc.Leaderboard)
+	if err != nil {
+		return nil, "", err
+	}
+	scratch, err := os.MkdirTemp(r.workRoot, fmt.Sprintf("run-%d-", rc.Run.ID))
+	if err != nil {
+		return nil, "", err
+	}
+	defer os.RemoveAll(scratch)
+	work := filepath.Join(scratch, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		return nil, "", err
+	}
+	mode := problems.Mode(rc.Run.Mode)
+	launcher, env := r.launch(g, mode)
+	var seed *int64
+	if rc.Run.Secret {
+		seed = &rc.Leaderboard.SecretSeed
+	}
+	subID := rc.Submission.ID
+	var profiler *problems.Profiler
+	if mode == problems.ModeProfile && slot.GPU != nil && r.profiler != nil {
+		p := *r.profiler
+		if strings.HasPrefix(slot.Clocks, "locked") {
+			p.ClockControl = "none" // profile at the ranked runs' clocks, and leave the lock in place
+		}
+		profiler = &p
+	}
+	rep, err := problems.Evaluate(ctx, launcher, t, problems.EvalOptions{
+		Profiler: profiler, Ceilings: r.measure.ceilings(slot), FloorSlack: r.measure.FloorSlack,
+		Mode: mode, Python: r.python.Path, Device: slot.Device, Seed: seed, Env: env, WorkDir: work, GPUs: len(g),
+		Submission: rc.Code, OutputLimit: 64 << 10,
+		OnTest: func(phase string, tr problems.TestResult) {
+			if rc.Run.Secret {
+				return // its cases carry the secret seed
+			}
+			ev := api.RunTest{Run: rc.Run.ID, Phase: phase, Index: tr.Index, Spec: tr.Spec, Status: tr.Status}
+			if err := r.svc.store.AppendEvent(ctx, subID, ev); err != nil {
+				r.log.Warn("log test", logRun, rc.Run.ID, "err", err)
+			}
+		},
+		OnPhase: func(ph problems.Phase) {
+			ev := api.RunPhase{Run: rc.Run.ID, Secret: rc.Run.Secret, Phase: ph.Name, Passed: ph.Passed, Wall: ph.Wall}
+			switch {
+			case rc.Run.Secret && !ph.Passed:
+				// A secret run's reason names the failing case and its seed.
+				ev.Reason = "failed on the secret inputs"
+			case !rc.Run.Secret:
+				ev.Reason = ph.Reason
+				if ph.Result != nil {
+					ev.Tests, ev.Benchmarks = ph.Result.Tests, ph.Result.Benchmarks
+				}
+			}
+			if err := r.svc.store.AppendEvent(ctx, subID, ev); err != nil {
+				r.log.Warn("log phase", logRun, rc.Run.ID, "err", err)
+			}
+		},
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	// The work directory goes when this returns: keep the report first.
+	name, err := r.keepProfile(rc.Run.ID, rep.Profile)
+	return rep, name, err
+}

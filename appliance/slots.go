@@ -1,0 +1,200 @@
+package appliance
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"kernelbox/gpu"
+	"kernelbox/problems"
+	"kernelbox/sandbox"
+)
+
+// Slot is one GPU, or one share of the CPU backend, that runs one job at a
+// time.
+type Slot struct {
+	ID      string `json:"id"`  // "cpu:0", or a GPU's UUID
+	GPUType string `json:"gpu"` // what leaderboards name: "cpu", "H200"
+	Device  string `json:"device"`
+	// Cpuset pins the slot's runs to these CPUs ("0-7"); empty for all.
+	Cpuset string `json:"cpuset,omitempty"`
+	// GPU is the slot's GPU; nil for a CPU slot.
+	GPU *gpu.GPU `json:"gpu_info,omitempty"`
+	// Mask are the other GPUs' /proc directories, hidden from its runs.
+	Mask []string `json:"-"`
+	// Clocks is the slot's clock profile, stored with every score:
+	// "locked 1500-1500 MHz", or "default" and why.
+	Clocks string `json:"clocks,omitempty"`
+}
+
+// gpuSlots makes one slot per GPU: its runs get its device nodes, the CPUs
+// of its NUMA node that the daemon may use (all of them when that leaves
+// none) and none of the other GPUs' /proc entries.
+func gpuSlots(inv gpu.Inventory, allowed []int) []Slot {
+	var out []Slot
+	for i := range inv.GPUs {
+		g := &inv.GPUs[i]
+		s := Slot{ID: g.UUID, GPUType: g.Type, Device: "cuda", GPU: g}
+		if near, err := gpu.ParseCPUList(g.CPUs); err == nil {
+			var ids []string
+			for _, c := range near {
+				if slices.Contains(allowed, c) {
+					ids = append(ids, strconv.Itoa(c))
+				}
+			}
+			s.Cpuset = strings.Join(ids, ",")
+		}
+		for _, o := range inv.GPUs {
+			// MIG siblings share their parent's directory, which is theirs too.
+			if o.ProcDir != "" && o.ProcDir != g.ProcDir && !slices.Contains(s.Mask, o.ProcDir) {
+				s.Mask = append(s.Mask, o.ProcDir)
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// A gang is the slots one job runs on: one, or a multi-GPU problem's
+// world_size, all of one type; the first leads (its ceilings and clocks are
+// the run's).
+type gang []Slot
+
+// ids names the gang's slots, as runs record them: "A" or "A+B".
+func (g gang) ids() string {
+	ids := make([]string, len(g))
+	for i, s := range g {
+		ids[i] = s.ID
+	}
+	return strings.Join(ids, "+")
+}
+
+// devices are the nodes a run in mode gets on the gang: its GPUs', and for
+// profile mode the profiler's too (shared nodes once).
+func (g gang) devices(mode problems.Mode) []sandbox.Device {
+	var out []sandbox.Device
+	seen := map[string]bool{}
+	for _, s := range g {
+		if s.GPU == nil {
+			continue
+		}
+		nodes := s.GPU.Nodes
+		if mode == problems.ModeProfile {
+			nodes = append(append([]gpu.Node(nil), nodes...), s.GPU.ProfilingNodes...)
+		}
+		for _, n := range nodes {
+			if !seen[n.Path] {
+				seen[n.Path] = true
+				out = append(out, sandbox.Device{Path: n.Path, Type: n.Type, Major: n.Major, Minor: n.Minor})
+			}
+		}
+	}
+	return out
+}
+
+// env is what the gang adds to a run's environment: each variable once,
+// its distinct values joined by commas in the gang's order
+// (CUDA_VISIBLE_DEVICES=GPU-a,GPU-b, CUDA_DEVICE_ORDER=PCI_BUS_ID).
+func (g gang) env() []string {
+	var keys []string
+	vals := map[string][]string{}
+	for _, s := range g {
+		if s.GPU == nil {
+			continue
+		}
+		for _, kv := range s.GPU.VisibleEnv {
+			k, v, _ := strings.Cut(kv, "=")
+			if _, ok := vals[k]; !ok {
+				keys = append(keys, k)
+			}
+			if !slices.Contains(vals[k], v) {
+				vals[k] = append(vals[k], v)
+			}
+		}
+	}
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k + "=" + strings.Join(vals[k], ",")
+	}
+	return out
+}
+
+// mask are the /proc directories of the GPUs outside the gang.
+func (g gang) mask() []string {
+	var own, out []string
+	for _, s := range g {
+		if s.GPU != nil {
+			own = append(own, s.GPU.ProcDir)
+		}
+	}
+	for _, s := range g {
+		for _, m := range s.Mask {
+			if !slices.Contains(own, m) && !slices.Contains(out, m) {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+// cpuset is the union of the slots' CPUs; empty (all) when one has none.
+func (g gang) cpuset() string {
+	var parts []string
+	for _, s := range g {
+		if s.Cpuset == "" {
+			return ""
+		}
+		parts = append(parts, s.Cpuset)
+	}
+	return strings.Join(parts, ",")
+}
+
+// pickGang chooses k of the free slots for one job: for k > 1 the set whose
+// pairs share the most NVLink/xGMI links, then a NUMA node, so that a
+// multi-GPU run talks over the interconnect and not across sockets. The
+// free slots come in the box's order, which breaks ties.
+func pickGang(free []Slot, k int) gang {
+	if k <= 1 || k >= len(free) {
+		return gang(free[:min(max(k, 1), len(free))])
+	}
+	affinity := func(a, b Slot) int {
+		if a.GPU == nil || b.GPU == nil {
+			return 0
+		}
+		score := 4 * a.GPU.Links[b.GPU.UUID]
+		if a.GPU.NUMANode >= 0 && a.GPU.NUMANode == b.GPU.NUMANode {
+			score++
+		}
+		return score
+	}
+	var best gang
+	bestScore := -1
+	for seed := range free {
+		// Grow from each slot, adding the one closest to those taken.
+		taken := gang{free[seed]}
+		used := map[int]bool{seed: true}
+		score := 0
+		for len(taken) < k {
+			pick, pickScore := -1, -1
+			for i, s := range free {
+				if used[i] {
+					continue
+				}
+				sc := 0
+				for _, t := range taken {
+					sc += affinity(s, t)
+				}
+				if sc > pickScore {
+					pick, pickScore = i, sc
+				}
+			}
+			used[pick] = true
+			taken = append(taken, free[pick])
+			score += pickScore
+		}
+		if score > bestScore {
+			best, bestScore = taken, score
+		}
+	}
+	return best
+}
