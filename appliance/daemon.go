@@ -130,17 +130,10 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if len(d.svc.health) == 0 && len(slots) == 0 {
 		d.svc.health = append(d.svc.health, "no slots: no GPU was found and cpu_slots is 0")
 	}
-	d.runner = &runner{svc: d.svc, slots: slots, launch: launch, python: it, workRoot: filepath.Join(d.cfg.DataDir, "work"),
-		log: d.log.With("component", "runner"), measure: d.cfg.Measurement, driver: d.inventory.Driver, profiler: d.profiler}
-	d.runner.maxReport = int64(d.cfg.Profiler.MaxReport)
-	if d.monitor != nil {
-		d.runner.monitor = d.monitor
-	}
+	d.runner = d.newRunner(slots, launch, it)
+	d.svc.offer(slots) // even when none can run: jobs wait for the box to be fixed
 	if len(d.svc.health) > 0 {
 		d.runner.slots = nil // nothing can run; keep the jobs queued
-		for _, s := range slots {
-			d.svc.slots[s.GPUType]++ // still offered: jobs wait for the box to be fixed
-		}
 		d.log.Error("the box cannot evaluate submissions", "why", strings.Join(d.svc.health, "; "))
 	}
 	if d.cfg.Library {
@@ -163,6 +156,23 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	d.api = newAPI(d.svc, d.log.With("component", "api"))
 	return d.listen()
+}
+
+// newRunner builds the runner from its parts: the queue and the store
+// (one database), the service's task cache and reconciler, the launcher,
+// the GPU monitor.
+func (d *Daemon) newRunner(slots []Slot, launch launcherFunc, it *problems.Interpreter) *runner {
+	r := &runner{queue: d.queue, store: d.store, wake: d.svc.wake, tasks: d.svc.task, reconcile: d.svc.reconcile,
+		cfg: runnerConfig{Boot: d.svc.boot, LeaseTTL: d.cfg.LeaseTTL, MaxRunningPerUser: d.cfg.MaxRunningPerUser,
+			BackfillLimit: d.cfg.BackfillLimit, AgePerSecond: d.cfg.AgePerSecond, Version: d.cfg.Version,
+			ProfilesDir: profilesDir(d.cfg.DataDir)},
+		slots: slots, launch: launch, python: it, workRoot: filepath.Join(d.cfg.DataDir, "work"),
+		log: d.log.With("component", "runner"), measure: d.cfg.Measurement, driver: d.inventory.Driver,
+		profiler: d.profiler, maxReport: int64(d.cfg.Profiler.MaxReport)}
+	if d.monitor != nil { // a nil *gpu.Monitor in the interface would not read as none
+		r.monitor = d.monitor
+	}
+	return r
 }
 
 // openMonitor keeps NVML open for the runner's gate and telemetry, and

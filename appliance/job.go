@@ -38,7 +38,7 @@ func (r *runner) handle(log *slog.Logger, g gang, l *queue.Lease) {
 	switch {
 	case err != nil && r.hard.Err() != nil:
 		// Shutting down: the job did nothing wrong, give it back whole.
-		if err := r.svc.queue.Release(context.WithoutCancel(r.hard), l, "daemon shut down during the run"); err != nil {
+		if err := r.queue.Release(context.WithoutCancel(r.hard), l, "daemon shut down during the run"); err != nil {
 			log.Warn("release job", "err", err)
 		}
 	case err != nil:
@@ -63,7 +63,7 @@ func (r *runner) takeRun(log *slog.Logger, g gang, l *queue.Lease) (jobPayload, 
 		return p, nil, false
 	}
 	log = log.With(logRun, p.Run, logSubmission, p.Submission)
-	started, err := r.svc.store.StartRun(ctx, p.Run, l.Token, g.ids())
+	started, err := r.store.StartRun(ctx, p.Run, l.Token, g.ids())
 	if err != nil {
 		r.retry(log, l, p, err)
 		return p, nil, false
@@ -73,11 +73,11 @@ func (r *runner) takeRun(log *slog.Logger, g gang, l *queue.Lease) (jobPayload, 
 		r.finishJob(log, l, queue.Succeeded, 0, "")
 		return p, nil, false
 	}
-	if err := r.svc.queue.Start(ctx, l); err != nil {
+	if err := r.queue.Start(ctx, l); err != nil {
 		log.Warn("start job", "err", err)
 		return p, nil, false
 	}
-	rc, err := r.svc.store.LoadRun(ctx, p.Run)
+	rc, err := r.store.LoadRun(ctx, p.Run)
 	if err != nil {
 		r.retry(log, l, p, err)
 		return p, nil, false
@@ -99,7 +99,7 @@ func (r *runner) heartbeat(log *slog.Logger, l *queue.Lease) *heartbeat {
 	hb := &heartbeat{ctx: ctx, cancel: cancel, lost: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(hb.done)
-		t := time.NewTicker(r.svc.cfg.LeaseTTL / 3)
+		t := time.NewTicker(r.cfg.LeaseTTL / 3)
 		defer t.Stop()
 		for {
 			select {
@@ -107,7 +107,7 @@ func (r *runner) heartbeat(log *slog.Logger, l *queue.Lease) *heartbeat {
 				return
 			case <-t.C:
 			}
-			err := r.svc.queue.Heartbeat(ctx, l, r.svc.cfg.LeaseTTL)
+			err := r.queue.Heartbeat(ctx, l, r.cfg.LeaseTTL)
 			if errors.Is(err, queue.ErrLeaseLost) {
 				log.Info("lease lost (cancelled or reaped): stopping the run")
 				close(hb.lost)
@@ -215,7 +215,7 @@ func (r *runner) record(log *slog.Logger, g gang, l *queue.Lease, p jobPayload, 
 	}
 	res.Report, _ = json.Marshal(rep)
 	info := map[string]any{"slot": g.ids(), "gpu": slot.GPUType, "device": slot.Device,
-		"python": r.python.Path, "torch": r.python.Torch, "kernelbox": r.svc.cfg.Version, "wall_ns": ex.wall}
+		"python": r.python.Path, "torch": r.python.Torch, "kernelbox": r.cfg.Version, "wall_ns": ex.wall}
 	if slot.GPU != nil {
 		info["gpu_uuid"], info["gpu_name"], info["driver"], info["clocks"] = slot.GPU.UUID, slot.GPU.Name, r.driver, slot.Clocks
 	}
@@ -223,7 +223,7 @@ func (r *runner) record(log *slog.Logger, g gang, l *queue.Lease, p jobPayload, 
 		info["gpus"] = len(g)
 	}
 	res.SystemInfo, _ = json.Marshal(info)
-	if _, err := r.svc.store.FinishRun(context.WithoutCancel(r.hard), p.Run, l.Token, res); err != nil {
+	if _, err := r.store.FinishRun(context.WithoutCancel(r.hard), p.Run, l.Token, res); err != nil {
 		log.Warn("store run result", "err", err)
 		return
 	}
@@ -232,7 +232,7 @@ func (r *runner) record(log *slog.Logger, g gang, l *queue.Lease, p jobPayload, 
 }
 
 func (r *runner) finishJob(log *slog.Logger, l *queue.Lease, st queue.State, gpuTime time.Duration, why string) {
-	if err := r.svc.queue.Finish(context.WithoutCancel(r.hard), l, st, gpuTime, why); err != nil {
+	if err := r.queue.Finish(context.WithoutCancel(r.hard), l, st, gpuTime, why); err != nil {
 		log.Warn("finish job", "err", err)
 	}
 }
@@ -242,17 +242,17 @@ func (r *runner) finishJob(log *slog.Logger, l *queue.Lease, st queue.State, gpu
 func (r *runner) retry(log *slog.Logger, l *queue.Lease, p jobPayload, cause error) {
 	ctx := context.WithoutCancel(r.hard)
 	log.Error("run could not be carried out", "attempt", l.Attempts, "err", cause)
-	again, err := r.svc.queue.Retry(ctx, l, time.Second, cause.Error())
+	again, err := r.queue.Retry(ctx, l, time.Second, cause.Error())
 	if err != nil {
 		log.Warn("retry job", "err", err)
 		return
 	}
 	if again {
-		_ = r.svc.store.AppendEvent(ctx, p.Submission, api.RunRetried{Run: p.Run, Attempt: l.Attempts})
+		_ = r.store.AppendEvent(ctx, p.Submission, api.RunRetried{Run: p.Run, Attempt: l.Attempts})
 		return
 	}
 	res := RunResult{Status: runError, Reason: fmt.Sprintf("the box could not run it (%d attempts): %v", l.Attempts, cause)}
-	if _, err := r.svc.store.FinishRun(ctx, p.Run, l.Token, res); err != nil {
+	if _, err := r.store.FinishRun(ctx, p.Run, l.Token, res); err != nil {
 		log.Warn("store failed run", "err", err)
 	}
 }
@@ -260,7 +260,7 @@ func (r *runner) retry(log *slog.Logger, l *queue.Lease, p jobPayload, cause err
 // evaluate runs the harness for one run in a fresh work directory.
 func (r *runner) evaluate(ctx context.Context, g gang, rc *RunContext) (*problems.Report, string, error) {
 	slot := g[0]
-	t, err := r.svc.task(rc.Leaderboard)
+	t, err := r.tasks(rc.Leaderboard)
 	if err != nil {
 		return nil, "", err
 	}
@@ -297,7 +297,7 @@ func (r *runner) evaluate(ctx context.Context, g gang, rc *RunContext) (*problem
 				return // its cases carry the secret seed
 			}
 			ev := api.RunTest{Run: rc.Run.ID, Phase: phase, Index: tr.Index, Spec: tr.Spec, Status: tr.Status}
-			if err := r.svc.store.AppendEvent(ctx, subID, ev); err != nil {
+			if err := r.store.AppendEvent(ctx, subID, ev); err != nil {
 				r.log.Warn("log test", logRun, rc.Run.ID, "err", err)
 			}
 		},
@@ -313,7 +313,7 @@ func (r *runner) evaluate(ctx context.Context, g gang, rc *RunContext) (*problem
 					ev.Tests, ev.Benchmarks = ph.Result.Tests, ph.Result.Benchmarks
 				}
 			}
-			if err := r.svc.store.AppendEvent(ctx, subID, ev); err != nil {
+			if err := r.store.AppendEvent(ctx, subID, ev); err != nil {
 				r.log.Warn("log phase", logRun, rc.Run.ID, "err", err)
 			}
 		},

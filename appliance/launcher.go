@@ -30,7 +30,7 @@ type LauncherSpec struct {
 // together, for the daemon's runs and for `kernelbox eval --sandbox`, so
 // that a contestant's local check runs in the sandbox the box uses. It
 // returns the launcher and the environment its harness runs with.
-func NewSandboxLauncher(rt *sandbox.Runtime, spec LauncherSpec) (problems.Launcher, []string) {
+func NewSandboxLauncher(rt SandboxRunner, spec LauncherSpec) (problems.Launcher, []string) {
 	var bin string
 	if spec.Python != nil {
 		bin = spec.Python.BinDir
@@ -42,14 +42,12 @@ func NewSandboxLauncher(rt *sandbox.Runtime, spec LauncherSpec) (problems.Launch
 // sandboxLauncher runs harness processes in the sandbox: problems drives
 // the phases, sandbox isolates each one.
 type sandboxLauncher struct {
-	rt      *sandbox.Runtime
+	rt      SandboxRunner
 	binds   []sandbox.Bind
 	devices []sandbox.Device
 	limits  policies.Limits
 	mask    []string // more /proc paths to hide (the other GPUs')
 }
-
-var _ problems.Launcher = (*sandboxLauncher)(nil)
 
 // Launch runs one harness process in a fresh container. The work directory
 // is copied in, so the process cannot change the host's copy.

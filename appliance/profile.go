@@ -61,7 +61,7 @@ func (r *runner) keepProfile(runID int64, p *problems.ProfileResult) (string, er
 		p.Summary += fmt.Sprintf("\n(the report, %d bytes, is over this box's %d-byte cap and was not kept)\n", p.Size, r.maxReport)
 		return "", nil
 	}
-	dir := profilesDir(r.svc.cfg.DataDir)
+	dir := r.cfg.ProfilesDir
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("keep profile of run %d: %w", runID, err)
 	}

@@ -20,14 +20,6 @@ import (
 	"kernelbox/queue"
 )
 
-// gpuMonitor is what the runner needs of gpu.Monitor.
-type gpuMonitor interface {
-	Read(uuid string) (gpu.Telemetry, error)
-	Health(uuid string) ([]string, error)
-	Gate(ctx context.Context, uuid string, cfg gpu.GateConfig) (gpu.Telemetry, error)
-	Sample(uuid string, every time.Duration, mask uint64) *gpu.Sampler
-}
-
 var _ gpuMonitor = (*gpu.Monitor)(nil)
 
 // cpuSlots are the CPU backend's slots. With at least as many CPUs as
@@ -70,6 +62,16 @@ func allowedCPUs() []int {
 	return ids
 }
 
+// runnerConfig is the runner's part of the daemon's configuration.
+type runnerConfig struct {
+	Boot                             string // this daemon's boot id: leases of other boots are orphans
+	LeaseTTL                         time.Duration
+	MaxRunningPerUser, BackfillLimit int
+	AgePerSecond                     int64
+	Version                          string // the binary's, stored with every run
+	ProfilesDir                      string // where kept .ncu-rep files go
+}
+
 // launcherFunc gives the launcher and base environment for one run on a
 // gang: the sandbox with its device nodes, in the daemon.
 type launcherFunc func(g gang, mode problems.Mode) (problems.Launcher, []string)
@@ -77,12 +79,21 @@ type launcherFunc func(g gang, mode problems.Mode) (problems.Launcher, []string)
 // runner takes jobs off the queue, one dispatcher per GPU type, and runs
 // each on a gang of that type's free slots.
 type runner struct {
-	svc      *Service
-	slots    []Slot
-	launch   launcherFunc
-	python   *problems.Interpreter
-	workRoot string
-	log      *slog.Logger
+	queue jobQueue
+	store runStore
+	// wake is fired when jobs are enqueued; the runner fires it when GPUs
+	// come free.
+	wake *broadcast
+	// tasks loads a leaderboard's problem; reconcile ends the runs whose
+	// job the queue gave up on.
+	tasks     func(*Leaderboard) (*problems.Task, error)
+	reconcile func(context.Context) error
+	cfg       runnerConfig
+	slots     []Slot
+	launch    launcherFunc
+	python    *problems.Interpreter
+	workRoot  string
+	log       *slog.Logger
 	// monitor, when set, gates, samples and judges runs on GPU slots.
 	monitor gpuMonitor
 	measure MeasureConfig
@@ -116,11 +127,6 @@ func (r *runner) Start(ctx context.Context) error {
 	if err := os.MkdirAll(r.workRoot, 0o700); err != nil {
 		return fmt.Errorf("start runner: %w", err)
 	}
-	r.svc.mu.Lock()
-	for _, s := range r.slots {
-		r.svc.slots[s.GPUType]++
-	}
-	r.svc.mu.Unlock()
 	var types []string
 	byType := map[string][]Slot{}
 	for _, s := range r.slots {
@@ -228,7 +234,7 @@ func (r *runner) undrain(id string) error {
 	}
 	r.drained.Delete(id)
 	r.log.Info("GPU undrained", logSlot, id)
-	r.svc.wake.Fire()
+	r.wake.Fire()
 	return nil
 }
 
@@ -267,13 +273,13 @@ func (r *runner) Stop(grace time.Duration) {
 // a goroutine of its own, until Stop.
 func (r *runner) dispatch(slots []Slot) {
 	log := r.log.With("gpu", slots[0].GPUType)
-	req := queue.ClaimRequest{GPUType: slots[0].GPUType, Boot: r.svc.boot, TTL: r.svc.cfg.LeaseTTL,
-		AgePerSecond: r.svc.cfg.AgePerSecond, MaxRunningPerUser: r.svc.cfg.MaxRunningPerUser,
-		BackfillLimit: r.svc.cfg.BackfillLimit}
+	req := queue.ClaimRequest{GPUType: slots[0].GPUType, Boot: r.cfg.Boot, TTL: r.cfg.LeaseTTL,
+		AgePerSecond: r.cfg.AgePerSecond, MaxRunningPerUser: r.cfg.MaxRunningPerUser,
+		BackfillLimit: r.cfg.BackfillLimit}
 	for r.soft.Err() == nil {
 		// Take the wake-up channel before claiming, so an enqueue (or a job
 		// ending) between an empty claim and the wait is not missed.
-		wake := r.svc.wake.Wait()
+		wake := r.wake.Wait()
 		var free []Slot
 		usable := 0
 		for _, s := range slots {
@@ -289,7 +295,7 @@ func (r *runner) dispatch(slots []Slot) {
 		if len(free) > 0 {
 			req.Free, req.Capacity = len(free), usable
 			var l *queue.Lease
-			if l, err = r.svc.queue.Claim(r.soft, req); err == nil {
+			if l, err = r.queue.Claim(r.soft, req); err == nil {
 				g := pickGang(free, l.GPUs)
 				for _, s := range g {
 					r.busy.Store(s.ID, l.ID)
@@ -329,13 +335,13 @@ func (r *runner) run(g gang, l *queue.Lease) {
 	if r.onJobDone != nil {
 		r.onJobDone()
 	}
-	r.svc.wake.Fire() // GPUs are free: the dispatcher may claim again
+	r.wake.Fire() // GPUs are free: the dispatcher may claim again
 }
 
 // reapLoop requeues the jobs of expired leases and ends runs the queue gave
 // up on, every half lease.
 func (r *runner) reapLoop() {
-	t := time.NewTicker(r.svc.cfg.LeaseTTL / 2)
+	t := time.NewTicker(r.cfg.LeaseTTL / 2)
 	defer t.Stop()
 	stale := false
 	for {
@@ -347,18 +353,18 @@ func (r *runner) reapLoop() {
 		// Only a reap leaves a run open whose job is over (it spent its
 		// last attempt); reconciling reads every open run, so it runs only
 		// then, and again after it failed.
-		if n, err := r.svc.queue.Reap(r.soft, r.svc.boot); err != nil {
+		if n, err := r.queue.Reap(r.soft, r.cfg.Boot); err != nil {
 			r.log.Error("reap leases", "err", err)
 		} else if n > 0 {
 			r.log.Warn("requeued jobs whose lease expired", "jobs", n)
-			r.svc.wake.Fire()
+			r.wake.Fire()
 			stale = true
 		}
 		if !stale {
 			continue
 		}
 		stale = false
-		if err := r.svc.reconcile(r.soft); err != nil && r.soft.Err() == nil {
+		if err := r.reconcile(r.soft); err != nil && r.soft.Err() == nil {
 			stale = true
 			r.log.Error("reconcile", "err", err)
 		}

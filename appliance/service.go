@@ -106,6 +106,16 @@ func (s *Service) task(lb *Leaderboard) (*problems.Task, error) {
 	return t, nil
 }
 
+// offer records the slots the box serves, by GPU type: what submissions
+// may ask for, and how many GPUs a gang may have.
+func (s *Service) offer(slots []Slot) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sl := range slots {
+		s.slots[sl.GPUType]++
+	}
+}
+
 // gpuTypes lists the GPU types the runner serves.
 func (s *Service) gpuTypes() []string {
 	s.mu.Lock()
