@@ -8,10 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,7 +91,7 @@ func (a *API) wrap(h handlerFunc, auth, staffOnly bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if auth {
 			token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			u, err := a.svc.store.Authenticate(r.Context(), strings.TrimSpace(token))
+			u, err := a.svc.Authenticate(r.Context(), strings.TrimSpace(token))
 			if err != nil {
 				a.writeError(w, r, err)
 				return
@@ -174,18 +170,15 @@ func (a *API) health(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) register(w http.ResponseWriter, r *http.Request) error {
-	var req struct {
-		Invite string `json:"invite"`
-		Name   string `json:"name"`
-	}
+	var req api.RegisterRequest
 	if err := decodeJSON(r, w, &req); err != nil {
 		return err
 	}
-	u, token, err := a.svc.store.Register(r.Context(), req.Invite, req.Name)
+	cr, err := a.svc.Register(r.Context(), req)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, api.Credentials{User: u.User, Token: token})
+	return writeJSON(w, http.StatusCreated, cr)
 }
 
 func (a *API) me(w http.ResponseWriter, r *http.Request) error {
@@ -193,107 +186,48 @@ func (a *API) me(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) join(w http.ResponseWriter, r *http.Request) error {
-	var req struct {
-		Invite string `json:"invite"`
-	}
+	var req api.JoinRequest
 	if err := decodeJSON(r, w, &req); err != nil {
 		return err
 	}
-	names, err := a.svc.store.Join(r.Context(), req.Invite, userOf(r))
+	joined, err := a.svc.Join(r.Context(), userOf(r), req.Invite)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, api.Joined{Leaderboards: names})
-}
-
-func (a *API) info(lb *Leaderboard) api.LeaderboardInfo {
-	li := api.LeaderboardInfo{Leaderboard: lb.Leaderboard, State: "active", Available: []string{}}
-	if lb.Ended(a.svc.now()) {
-		li.State = "ended"
-	}
-	served := a.svc.gpuTypes()
-	for _, g := range lb.GPUs {
-		if slices.Contains(served, g) {
-			li.Available = append(li.Available, g)
-		}
-	}
-	if t, err := a.svc.task(lb); err == nil {
-		for k := range t.Templates {
-			li.Templates = append(li.Templates, k)
-		}
-		sort.Strings(li.Templates)
-	}
-	return li
+	return writeJSON(w, http.StatusOK, joined)
 }
 
 func (a *API) leaderboards(w http.ResponseWriter, r *http.Request) error {
-	lbs, err := a.svc.store.Leaderboards(r.Context())
+	lbs, err := a.svc.Leaderboards(r.Context())
 	if err != nil {
 		return err
 	}
-	out := []api.LeaderboardInfo{}
-	for _, lb := range lbs {
-		out = append(out, a.info(lb))
-	}
-	return writeJSON(w, http.StatusOK, out)
+	return writeJSON(w, http.StatusOK, lbs)
 }
 
 func (a *API) leaderboard(w http.ResponseWriter, r *http.Request) error {
-	lb, err := a.svc.store.Leaderboard(r.Context(), r.PathValue("name"))
+	li, err := a.svc.Leaderboard(r.Context(), r.PathValue("name"))
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, a.info(lb))
+	return writeJSON(w, http.StatusOK, li)
 }
 
 func (a *API) ranking(w http.ResponseWriter, r *http.Request) error {
-	lb, err := a.svc.store.Leaderboard(r.Context(), r.PathValue("name"))
+	rk, err := a.svc.Ranking(r.Context(), r.PathValue("name"), r.URL.Query().Get("gpu"))
 	if err != nil {
 		return err
 	}
-	gpus := lb.GPUs
-	if g := r.URL.Query().Get("gpu"); g != "" {
-		if !lb.OffersGPU(g) {
-			return api.Errorf(api.CodeInvalid, "leaderboard %s does not rank on %s (it ranks on %s)", lb.Name, g, strings.Join(lb.GPUs, ", "))
-		}
-		gpus = []string{g}
-	}
-	out := api.Ranking{Leaderboard: lb.Name, RankingBy: lb.RankingBy, Rankings: []api.GPURanking{}}
-	for _, g := range gpus {
-		rows, err := a.svc.store.Ranking(r.Context(), lb.ID, g)
-		if err != nil {
-			return err
-		}
-		out.Rankings = append(out.Rankings, api.GPURanking{GPU: g, Rows: rows})
-	}
-	return writeJSON(w, http.StatusOK, out)
+	return writeJSON(w, http.StatusOK, rk)
 }
 
 func (a *API) template(w http.ResponseWriter, r *http.Request) error {
-	lb, err := a.svc.store.Leaderboard(r.Context(), r.PathValue("name"))
+	name, data, err := a.svc.Template(r.Context(), r.PathValue("name"), r.PathValue("key"))
 	if err != nil {
 		return err
-	}
-	t, err := a.svc.task(lb)
-	if err != nil {
-		return err
-	}
-	key := r.PathValue("key")
-	rel, ok := t.Templates[key]
-	if !ok {
-		var keys []string
-		for k := range t.Templates {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		return api.Errorf(api.CodeNotFound, "leaderboard %s has no %q template (it has: %s)", lb.Name, key, strings.Join(keys, ", "))
-	}
-	data, err := os.ReadFile(filepath.Join(t.Dir, filepath.FromSlash(rel)))
-	if err != nil {
-		return fmt.Errorf("read template: %w", err)
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", filepath.Base(rel)))
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name))
 	_, err = w.Write(data)
 	return err
 }
@@ -323,32 +257,19 @@ func (a *API) submit(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) submissions(w http.ResponseWriter, r *http.Request) error {
-	u := userOf(r)
 	q := r.URL.Query()
-	f := SubmissionFilter{UserID: u.ID, Leaderboard: q.Get("leaderboard"), Status: q.Get("status")}
+	sq := SubmissionQuery{Leaderboard: q.Get("leaderboard"), Status: q.Get("status"), User: q.Get("user"), All: q.Get("all") == "1"}
 	if n := q.Get("limit"); n != "" {
 		var err error
-		if f.Limit, err = strconv.Atoi(n); err != nil || f.Limit < 1 {
+		if sq.Limit, err = strconv.Atoi(n); err != nil || sq.Limit < 1 {
 			return api.Errorf(api.CodeInvalid, "limit %q is not a positive number", n)
 		}
 	}
-	if u.Role.Staff() {
-		switch name := q.Get("user"); {
-		case q.Get("all") == "1":
-			f.UserID = 0
-		case name != "":
-			other, err := a.svc.store.User(r.Context(), name)
-			if err != nil {
-				return err
-			}
-			f.UserID = other.ID
-		}
-	}
-	subs, err := a.svc.store.Submissions(r.Context(), f)
+	subs, err := a.svc.Submissions(r.Context(), userOf(r), sq)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, wireSubmissions(subs))
+	return writeJSON(w, http.StatusOK, subs)
 }
 
 func (a *API) submission(w http.ResponseWriter, r *http.Request) error {
@@ -356,19 +277,9 @@ func (a *API) submission(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	u := userOf(r)
-	sub, err := a.svc.visibleSubmission(r.Context(), u, id)
+	v, err := a.svc.SubmissionView(r.Context(), userOf(r), id, r.URL.Query().Get("code") == "1")
 	if err != nil {
 		return err
-	}
-	redact(sub, u)
-	v := api.SubmissionView{Submission: sub.Submission}
-	if r.URL.Query().Get("code") == "1" {
-		code, err := a.svc.store.Code(r.Context(), sub.SHA256)
-		if err != nil {
-			return err
-		}
-		v.Code = string(code)
 	}
 	return writeJSON(w, http.StatusOK, v)
 }
@@ -415,8 +326,8 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) error {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
-		changed, release := a.svc.store.Changed(id)
-		page, waiting, err := a.eventsPage(r, id, after)
+		changed, release := a.svc.Changed(id)
+		page, waiting, err := a.svc.EventsPage(r.Context(), id, after)
 		if err != nil || !waiting {
 			release()
 			if err != nil {
@@ -438,27 +349,6 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		}
 	}
-}
-
-// eventsPage reads the events after the cursor; waiting says that there
-// are none yet and the submission is still open, so the caller may wait.
-func (a *API) eventsPage(r *http.Request, id, after int64) (api.EventsPage, bool, error) {
-	evs, err := a.svc.store.SubmissionEvents(r.Context(), id, after)
-	if err != nil {
-		return api.EventsPage{}, false, err
-	}
-	status, err := a.svc.store.SubmissionStatus(r.Context(), id)
-	if err != nil {
-		return api.EventsPage{}, false, err
-	}
-	done := status != api.StatusQueued && status != api.StatusRunning
-	page := api.EventsPage{Events: evs, Next: after, Done: done, Status: status}
-	if len(evs) > 0 {
-		page.Next = evs[len(evs)-1].ID
-		// Hand over every event before saying done.
-		page.Done = done && len(evs) < 500
-	}
-	return page, len(evs) == 0 && !done, nil
 }
 
 func (a *API) cancel(w http.ResponseWriter, r *http.Request) error {

@@ -2,86 +2,55 @@ package appliance
 
 import (
 	"net/http"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"kernelbox/appliance/api"
 )
 
+// The organiser and admin endpoints (staff only, checked by wrap): each
+// decodes its request, calls the service and answers with its document.
+
 func (a *API) adminUsers(w http.ResponseWriter, r *http.Request) error {
-	users, err := a.svc.store.Users(r.Context())
+	users, err := a.svc.Users(r.Context())
 	if err != nil {
 		return err
 	}
-	out := []api.User{}
-	for _, u := range users {
-		out = append(out, u.User)
-	}
-	return writeJSON(w, http.StatusOK, out)
+	return writeJSON(w, http.StatusOK, users)
 }
 
 func (a *API) adminAddUser(w http.ResponseWriter, r *http.Request) error {
-	var req struct {
-		Name string `json:"name"`
-		Role string `json:"role"`
-	}
+	var req api.AddUserRequest
 	if err := decodeJSON(r, w, &req); err != nil {
 		return err
 	}
-	if req.Role == "" {
-		req.Role = string(api.RoleContestant)
-	}
-	role, err := api.ParseRole(req.Role)
+	cr, err := a.svc.AddUser(r.Context(), userOf(r), req)
 	if err != nil {
 		return err
 	}
-	if me := userOf(r); role != api.RoleContestant && me.Role != api.RoleAdmin {
-		return api.Errorf(api.CodeForbidden, "only an admin can create %s users", role)
-	}
-	u, token, err := a.svc.store.CreateUser(r.Context(), req.Name, role)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusCreated, api.Credentials{User: u.User, Token: token})
+	return writeJSON(w, http.StatusCreated, cr)
 }
 
 func (a *API) adminBan(w http.ResponseWriter, r *http.Request) error {
-	var req struct {
-		Banned bool `json:"banned"`
-	}
+	var req api.BanRequest
 	if err := decodeJSON(r, w, &req); err != nil {
 		return err
 	}
-	if err := a.svc.store.SetBanned(r.Context(), r.PathValue("name"), req.Banned); err != nil {
-		return err
-	}
-	u, err := a.svc.store.User(r.Context(), r.PathValue("name"))
+	u, err := a.svc.SetBanned(r.Context(), r.PathValue("name"), req.Banned)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, u.User)
+	return writeJSON(w, http.StatusOK, u)
 }
 
 func (a *API) adminToken(w http.ResponseWriter, r *http.Request) error {
-	var req struct {
-		RevokeOthers bool `json:"revoke_others"`
-	}
+	var req api.TokenRequest
 	if err := decodeJSON(r, w, &req); err != nil {
 		return err
 	}
-	target, err := a.svc.store.User(r.Context(), r.PathValue("name"))
+	cr, err := a.svc.IssueToken(r.Context(), userOf(r), r.PathValue("name"), req.RevokeOthers)
 	if err != nil {
 		return err
 	}
-	if target.Role != api.RoleContestant && userOf(r).Role != api.RoleAdmin {
-		return api.Errorf(api.CodeForbidden, "only an admin can issue tokens for %s users", target.Role)
-	}
-	token, err := a.svc.store.IssueToken(r.Context(), target.Name, req.RevokeOthers)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusCreated, api.Credentials{User: target.User, Token: token})
+	return writeJSON(w, http.StatusCreated, cr)
 }
 
 func (a *API) adminInvite(w http.ResponseWriter, r *http.Request) error {
@@ -89,36 +58,20 @@ func (a *API) adminInvite(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, w, &inv); err != nil {
 		return err
 	}
-	if inv.Role == api.RoleOrganiser && userOf(r).Role != api.RoleAdmin {
-		return api.Errorf(api.CodeForbidden, "only an admin can invite organisers")
-	}
-	code, err := a.svc.store.CreateInvite(r.Context(), inv)
+	code, err := a.svc.CreateInvite(r.Context(), userOf(r), inv)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, api.InviteCode{Invite: code, Role: inv.Role, Uses: max(inv.Uses, 1), Leaderboards: inv.Leaderboards})
+	return writeJSON(w, http.StatusCreated, code)
 }
 
 func (a *API) adminProblems(w http.ResponseWriter, r *http.Request) error {
-	parent := filepath.Join(a.svc.cfg.DataDir, "problems", "uploads")
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return err
-	}
-	dir, err := api.UnpackProblemSet(http.MaxBytesReader(w, r.Body, a.svc.cfg.MaxProblemBytes), parent)
+	q := r.URL.Query()
+	loaded, err := a.svc.LoadProblems(r.Context(), userOf(r), http.MaxBytesReader(w, r.Body, a.svc.cfg.MaxProblemBytes),
+		q.Get("file"), q.Get("name"))
 	if err != nil {
 		return err
 	}
-	file := r.URL.Query().Get("file")
-	if file != "" && (filepath.IsAbs(file) || strings.HasPrefix(filepath.Clean(file), "..")) {
-		os.RemoveAll(dir)
-		return api.Errorf(api.CodeInvalid, "file %q must be a path inside the uploaded set", file)
-	}
-	loaded, err := a.svc.loadProblemSet(r.Context(), dir, file, r.URL.Query().Get("name"))
-	if err != nil {
-		os.RemoveAll(dir)
-		return err
-	}
-	a.log.Info("problem set loaded", logUser, userOf(r).Name, "dir", dir, "leaderboards", len(loaded))
 	return writeJSON(w, http.StatusOK, api.Loaded{Loaded: loaded})
 }
 
@@ -127,11 +80,11 @@ func (a *API) adminLeaderboard(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, w, &ch); err != nil {
 		return err
 	}
-	lb, err := a.svc.store.ChangeLeaderboard(r.Context(), r.PathValue("name"), ch)
+	li, err := a.svc.ChangeLeaderboard(r.Context(), r.PathValue("name"), ch)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, a.info(lb))
+	return writeJSON(w, http.StatusOK, li)
 }
 
 func (a *API) adminHacked(w http.ResponseWriter, r *http.Request) error {
@@ -139,43 +92,23 @@ func (a *API) adminHacked(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req struct {
-		Hacked bool `json:"hacked"`
-	}
+	var req api.HackedRequest
 	if err := decodeJSON(r, w, &req); err != nil {
 		return err
 	}
-	if err := a.svc.store.SetHacked(r.Context(), id, req.Hacked); err != nil {
-		return err
-	}
-	return a.writeSubmission(w, r, id)
-}
-
-// writeSubmission answers with a submission as staff see it, after a
-// change to it.
-func (a *API) writeSubmission(w http.ResponseWriter, r *http.Request, id int64) error {
-	sub, err := a.svc.store.Submission(r.Context(), id)
+	sub, err := a.svc.SetHacked(r.Context(), id, req.Hacked)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, sub.Submission)
-}
-
-// wireSubmissions are submissions as the API shows them.
-func wireSubmissions(subs []*Submission) []api.Submission {
-	out := []api.Submission{}
-	for _, s := range subs {
-		out = append(out, s.Submission)
-	}
-	return out
+	return writeJSON(w, http.StatusOK, sub)
 }
 
 func (a *API) adminFlagged(w http.ResponseWriter, r *http.Request) error {
-	subs, err := a.svc.store.Flagged(r.Context())
+	subs, err := a.svc.Flagged(r.Context())
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, api.Flagged{Submissions: wireSubmissions(subs)})
+	return writeJSON(w, http.StatusOK, api.Flagged{Submissions: subs})
 }
 
 func (a *API) adminReview(w http.ResponseWriter, r *http.Request) error {
@@ -183,16 +116,15 @@ func (a *API) adminReview(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req struct {
-		Review string `json:"review"`
-	}
+	var req api.ReviewRequest
 	if err := decodeJSON(r, w, &req); err != nil {
 		return err
 	}
-	if err := a.svc.store.SetReview(r.Context(), id, req.Review); err != nil {
+	sub, err := a.svc.Review(r.Context(), id, req.Review)
+	if err != nil {
 		return err
 	}
-	return a.writeSubmission(w, r, id)
+	return writeJSON(w, http.StatusOK, sub)
 }
 
 func (a *API) adminDelete(w http.ResponseWriter, r *http.Request) error {
@@ -200,27 +132,14 @@ func (a *API) adminDelete(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sub, err := a.svc.store.Submission(r.Context(), id)
-	if err != nil {
+	if err := a.svc.DeleteSubmission(r.Context(), id); err != nil {
 		return err
-	}
-	jobs, err := a.svc.store.DeleteSubmission(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	a.svc.removeProfiles(sub)
-	for _, j := range jobs {
-		if err := a.svc.queue.Cancel(r.Context(), j); err != nil {
-			return err
-		}
 	}
 	return writeJSON(w, http.StatusOK, api.Deleted{Deleted: id})
 }
 
 func (a *API) adminDrain(w http.ResponseWriter, r *http.Request) error {
-	var req struct {
-		Reason string `json:"reason"`
-	}
+	var req api.DrainRequest
 	if err := decodeJSON(r, w, &req); err != nil {
 		return err
 	}

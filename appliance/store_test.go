@@ -25,6 +25,25 @@ func newTestStore(t *testing.T) *Store {
 	return st
 }
 
+// leaderboardAndUser puts leaderboard lb (cpu, geom) and contestant ann
+// in the store.
+func leaderboardAndUser(t *testing.T, st *Store) (*Leaderboard, *User) {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := st.PutLeaderboard(ctx, LeaderboardSpec{Name: "lb", Lang: "py", RankingBy: "geom", GPUs: []string{"cpu"}, ProblemDir: "/x"}); err != nil {
+		t.Fatal(err)
+	}
+	lb, err := st.Leaderboard(ctx, "lb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _, err := st.CreateUser(ctx, "ann", api.RoleContestant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lb, u
+}
+
 // scored stores a leaderboard submission whose public run scores score and
 // whose secret run passes or not.
 func scored(t *testing.T, st *Store, lb *Leaderboard, u *User, score float64, secretPasses bool) int64 {
@@ -110,11 +129,7 @@ func TestStore_SecretFailureHidesItsReason(t *testing.T) {
 	t.Parallel()
 	st := newTestStore(t)
 	ctx := t.Context()
-	if _, err := st.PutLeaderboard(ctx, LeaderboardSpec{Name: "lb", Lang: "py", RankingBy: "geom", GPUs: []string{"cpu"}, ProblemDir: "/x"}); err != nil {
-		t.Fatal(err)
-	}
-	lb, _ := st.Leaderboard(ctx, "lb")
-	u, _, _ := st.CreateUser(ctx, "ann", api.RoleContestant)
+	lb, u := leaderboardAndUser(t, st)
 	sub, err := st.Submission(ctx, scored(t, st, lb, u, 1, false))
 	if err != nil {
 		t.Fatal(err)
@@ -170,11 +185,7 @@ func TestStore_CancelSettles(t *testing.T) {
 	t.Parallel()
 	st := newTestStore(t)
 	ctx := context.Background()
-	if _, err := st.PutLeaderboard(ctx, LeaderboardSpec{Name: "lb", Lang: "py", RankingBy: "geom", GPUs: []string{"cpu"}, ProblemDir: "/x"}); err != nil {
-		t.Fatal(err)
-	}
-	lb, _ := st.Leaderboard(ctx, "lb")
-	u, _, _ := st.CreateUser(ctx, "ann", api.RoleContestant)
+	lb, u := leaderboardAndUser(t, st)
 	sub, err := st.CreateSubmission(ctx, NewSubmission{Leaderboard: lb, User: u, FileName: "s.py", Code: []byte("x\n"),
 		GPUType: "cpu", Mode: "leaderboard", Category: api.CategoryRanked, Secret: true, Jobs: runJobs("ann", api.CategoryRanked, 1)})
 	if err != nil {
@@ -207,11 +218,7 @@ func TestStore_SubmissionAndJobsTogether(t *testing.T) {
 	t.Parallel()
 	st := newTestStore(t)
 	ctx := t.Context()
-	if _, err := st.PutLeaderboard(ctx, LeaderboardSpec{Name: "lb", Lang: "py", RankingBy: "geom", GPUs: []string{"cpu"}, ProblemDir: "/x"}); err != nil {
-		t.Fatal(err)
-	}
-	lb, _ := st.Leaderboard(ctx, "lb")
-	u, _, _ := st.CreateUser(ctx, "ann", api.RoleContestant)
+	lb, u := leaderboardAndUser(t, st)
 	ns := NewSubmission{Leaderboard: lb, User: u, FileName: "s.py", Code: []byte("x\n"), GPUType: "cpu", Mode: "leaderboard",
 		Category: api.CategoryRanked, Secret: true, Jobs: runJobs("ann", api.CategoryRanked, 1)}
 	sub, err := st.CreateSubmission(ctx, ns)

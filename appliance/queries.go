@@ -1,0 +1,213 @@
+package appliance
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"kernelbox/appliance/api"
+)
+
+// The service's reads and account actions for every user: the handlers
+// call these and never the store.
+
+// Authenticate returns the user a token belongs to.
+func (s *Service) Authenticate(ctx context.Context, token string) (*User, error) {
+	return s.store.Authenticate(ctx, token)
+}
+
+// Register redeems an invite for a new account.
+func (s *Service) Register(ctx context.Context, req api.RegisterRequest) (api.Credentials, error) {
+	u, token, err := s.store.Register(ctx, req.Invite, req.Name)
+	if err != nil {
+		return api.Credentials{}, err
+	}
+	return api.Credentials{User: u.User, Token: token}, nil
+}
+
+// Join redeems an invite for u's membership of closed leaderboards.
+func (s *Service) Join(ctx context.Context, u *User, invite string) (api.Joined, error) {
+	names, err := s.store.Join(ctx, invite, u)
+	return api.Joined{Leaderboards: names}, err
+}
+
+// Leaderboards lists every leaderboard with what this box makes of it.
+func (s *Service) Leaderboards(ctx context.Context) ([]api.LeaderboardInfo, error) {
+	lbs, err := s.store.Leaderboards(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []api.LeaderboardInfo{}
+	for _, lb := range lbs {
+		out = append(out, s.info(lb))
+	}
+	return out, nil
+}
+
+// Leaderboard is one leaderboard with what this box makes of it.
+func (s *Service) Leaderboard(ctx context.Context, name string) (api.LeaderboardInfo, error) {
+	lb, err := s.store.Leaderboard(ctx, name)
+	if err != nil {
+		return api.LeaderboardInfo{}, err
+	}
+	return s.info(lb), nil
+}
+
+// ChangeLeaderboard applies an organiser's edit.
+func (s *Service) ChangeLeaderboard(ctx context.Context, name string, ch api.LeaderboardChange) (api.LeaderboardInfo, error) {
+	lb, err := s.store.ChangeLeaderboard(ctx, name, ch)
+	if err != nil {
+		return api.LeaderboardInfo{}, err
+	}
+	return s.info(lb), nil
+}
+
+func (s *Service) info(lb *Leaderboard) api.LeaderboardInfo {
+	li := api.LeaderboardInfo{Leaderboard: lb.Leaderboard, State: "active", Available: []string{}}
+	if lb.Ended(s.now()) {
+		li.State = "ended"
+	}
+	served := s.gpuTypes()
+	for _, g := range lb.GPUs {
+		if slices.Contains(served, g) {
+			li.Available = append(li.Available, g)
+		}
+	}
+	if t, err := s.task(lb); err == nil {
+		for k := range t.Templates {
+			li.Templates = append(li.Templates, k)
+		}
+		sort.Strings(li.Templates)
+	}
+	return li
+}
+
+// Ranking is a leaderboard's ranking on gpu, or on each of its GPU types
+// when gpu is empty.
+func (s *Service) Ranking(ctx context.Context, name, gpu string) (api.Ranking, error) {
+	lb, err := s.store.Leaderboard(ctx, name)
+	if err != nil {
+		return api.Ranking{}, err
+	}
+	gpus := lb.GPUs
+	if gpu != "" {
+		if !lb.OffersGPU(gpu) {
+			return api.Ranking{}, api.Errorf(api.CodeInvalid, "leaderboard %s does not rank on %s (it ranks on %s)", lb.Name, gpu, strings.Join(lb.GPUs, ", "))
+		}
+		gpus = []string{gpu}
+	}
+	out := api.Ranking{Leaderboard: lb.Name, RankingBy: lb.RankingBy, Rankings: []api.GPURanking{}}
+	for _, g := range gpus {
+		rows, err := s.store.Ranking(ctx, lb.ID, g)
+		if err != nil {
+			return api.Ranking{}, err
+		}
+		out.Rankings = append(out.Rankings, api.GPURanking{GPU: g, Rows: rows})
+	}
+	return out, nil
+}
+
+// SubmissionQuery is what a caller asks of the submission list: a staff
+// member may ask for another user's (User) or everyone's (All).
+type SubmissionQuery struct {
+	Leaderboard, Status, User string
+	All                       bool
+	Limit                     int
+}
+
+// Submissions lists u's submissions, newest first, or as a staff member
+// another user's or everyone's.
+func (s *Service) Submissions(ctx context.Context, u *User, q SubmissionQuery) ([]api.Submission, error) {
+	f := SubmissionFilter{UserID: u.ID, Leaderboard: q.Leaderboard, Status: q.Status, Limit: q.Limit}
+	if u.Role.Staff() {
+		switch {
+		case q.All:
+			f.UserID = 0
+		case q.User != "":
+			other, err := s.store.User(ctx, q.User)
+			if err != nil {
+				return nil, err
+			}
+			f.UserID = other.ID
+		}
+	}
+	subs, err := s.store.Submissions(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	return wireSubmissions(subs), nil
+}
+
+// SubmissionView is a submission as u may see it (a secret run's details
+// redacted for contestants), with its code when asked.
+func (s *Service) SubmissionView(ctx context.Context, u *User, id int64, withCode bool) (api.SubmissionView, error) {
+	sub, err := s.visibleSubmission(ctx, u, id)
+	if err != nil {
+		return api.SubmissionView{}, err
+	}
+	redact(sub, u)
+	v := api.SubmissionView{Submission: sub.Submission}
+	if withCode {
+		code, err := s.store.Code(ctx, sub.SHA256)
+		if err != nil {
+			return api.SubmissionView{}, err
+		}
+		v.Code = string(code)
+	}
+	return v, nil
+}
+
+// Changed returns a channel closed at the submission's next event, and
+// the release of that watch.
+func (s *Service) Changed(subID int64) (<-chan struct{}, func()) { return s.store.Changed(subID) }
+
+// EventsPage reads the events after the cursor; waiting says that there
+// are none yet and the submission is still open, so the caller may wait.
+func (s *Service) EventsPage(ctx context.Context, id, after int64) (api.EventsPage, bool, error) {
+	evs, err := s.store.SubmissionEvents(ctx, id, after)
+	if err != nil {
+		return api.EventsPage{}, false, err
+	}
+	status, err := s.store.SubmissionStatus(ctx, id)
+	if err != nil {
+		return api.EventsPage{}, false, err
+	}
+	done := api.Ended(status)
+	page := api.EventsPage{Events: evs, Next: after, Done: done, Status: status}
+	if len(evs) > 0 {
+		page.Next = evs[len(evs)-1].ID
+		// Hand over every event before saying done.
+		page.Done = done && len(evs) < 500
+	}
+	return page, len(evs) == 0 && !done, nil
+}
+
+// Template is one of a leaderboard's templates: its file name and text.
+func (s *Service) Template(ctx context.Context, leaderboard, key string) (string, []byte, error) {
+	lb, err := s.store.Leaderboard(ctx, leaderboard)
+	if err != nil {
+		return "", nil, err
+	}
+	t, err := s.task(lb)
+	if err != nil {
+		return "", nil, err
+	}
+	rel, ok := t.Templates[key]
+	if !ok {
+		var keys []string
+		for k := range t.Templates {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		return "", nil, api.Errorf(api.CodeNotFound, "leaderboard %s has no %q template (it has: %s)", lb.Name, key, strings.Join(keys, ", "))
+	}
+	data, err := os.ReadFile(filepath.Join(t.Dir, filepath.FromSlash(rel)))
+	if err != nil {
+		return "", nil, fmt.Errorf("read template: %w", err)
+	}
+	return filepath.Base(rel), data, nil
+}

@@ -1,0 +1,176 @@
+package appliance
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"kernelbox/appliance/api"
+)
+
+// The service's organiser and admin operations: the rules of who may do
+// what live here, not in the HTTP handlers, so that every front (the API
+// today, the web page later) enforces the same ones. The caller has
+// already checked that me is staff.
+
+// Users lists every account.
+func (s *Service) Users(ctx context.Context) ([]api.User, error) {
+	users, err := s.store.Users(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []api.User{}
+	for _, u := range users {
+		out = append(out, u.User)
+	}
+	return out, nil
+}
+
+// AddUser creates an account; only an admin creates organisers and admins.
+func (s *Service) AddUser(ctx context.Context, me *User, req api.AddUserRequest) (api.Credentials, error) {
+	if req.Role == "" {
+		req.Role = string(api.RoleContestant)
+	}
+	role, err := api.ParseRole(req.Role)
+	if err != nil {
+		return api.Credentials{}, err
+	}
+	if role != api.RoleContestant && me.Role != api.RoleAdmin {
+		return api.Credentials{}, api.Errorf(api.CodeForbidden, "only an admin can create %s users", role)
+	}
+	u, token, err := s.store.CreateUser(ctx, req.Name, role)
+	if err != nil {
+		return api.Credentials{}, err
+	}
+	return api.Credentials{User: u.User, Token: token}, nil
+}
+
+// SetBanned bans a user from submitting, or lifts the ban.
+func (s *Service) SetBanned(ctx context.Context, name string, banned bool) (api.User, error) {
+	if err := s.store.SetBanned(ctx, name, banned); err != nil {
+		return api.User{}, err
+	}
+	u, err := s.store.User(ctx, name)
+	if err != nil {
+		return api.User{}, err
+	}
+	return u.User, nil
+}
+
+// IssueToken gives a user a new token; only an admin does so for staff.
+func (s *Service) IssueToken(ctx context.Context, me *User, name string, revokeOthers bool) (api.Credentials, error) {
+	target, err := s.store.User(ctx, name)
+	if err != nil {
+		return api.Credentials{}, err
+	}
+	if target.Role != api.RoleContestant && me.Role != api.RoleAdmin {
+		return api.Credentials{}, api.Errorf(api.CodeForbidden, "only an admin can issue tokens for %s users", target.Role)
+	}
+	token, err := s.store.IssueToken(ctx, target.Name, revokeOthers)
+	if err != nil {
+		return api.Credentials{}, err
+	}
+	return api.Credentials{User: target.User, Token: token}, nil
+}
+
+// CreateInvite makes an invite code; only an admin invites organisers.
+func (s *Service) CreateInvite(ctx context.Context, me *User, inv api.Invite) (api.InviteCode, error) {
+	if inv.Role == api.RoleOrganiser && me.Role != api.RoleAdmin {
+		return api.InviteCode{}, api.Errorf(api.CodeForbidden, "only an admin can invite organisers")
+	}
+	code, err := s.store.CreateInvite(ctx, inv)
+	if err != nil {
+		return api.InviteCode{}, err
+	}
+	return api.InviteCode{Invite: code, Role: inv.Role, Uses: max(inv.Uses, 1), Leaderboards: inv.Leaderboards}, nil
+}
+
+// LoadProblems unpacks an uploaded problem set under the data directory
+// and loads it: file names a competition file inside it, or is empty for
+// one problem directory (named name). A set that does not load is removed.
+func (s *Service) LoadProblems(ctx context.Context, me *User, archive io.Reader, file, name string) ([]api.LoadedProblem, error) {
+	parent := filepath.Join(s.cfg.DataDir, "problems", "uploads")
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, err
+	}
+	dir, err := api.UnpackProblemSet(archive, parent)
+	if err != nil {
+		return nil, err
+	}
+	if file != "" && (filepath.IsAbs(file) || strings.HasPrefix(filepath.Clean(file), "..")) {
+		os.RemoveAll(dir)
+		return nil, api.Errorf(api.CodeInvalid, "file %q must be a path inside the uploaded set", file)
+	}
+	loaded, err := s.loadProblemSet(ctx, dir, file, name)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	s.log.Info("problem set loaded", logUser, me.Name, "dir", dir, "leaderboards", len(loaded))
+	return loaded, nil
+}
+
+// SetHacked marks a submission hacked (out of the rankings) or clears it.
+func (s *Service) SetHacked(ctx context.Context, id int64, hacked bool) (api.Submission, error) {
+	if err := s.store.SetHacked(ctx, id, hacked); err != nil {
+		return api.Submission{}, err
+	}
+	return s.staffSubmission(ctx, id)
+}
+
+// Review clears a flagged submission or confirms it as a cheat.
+func (s *Service) Review(ctx context.Context, id int64, review string) (api.Submission, error) {
+	if err := s.store.SetReview(ctx, id, review); err != nil {
+		return api.Submission{}, err
+	}
+	return s.staffSubmission(ctx, id)
+}
+
+// staffSubmission is a submission as staff see it.
+func (s *Service) staffSubmission(ctx context.Context, id int64) (api.Submission, error) {
+	sub, err := s.store.Submission(ctx, id)
+	if err != nil {
+		return api.Submission{}, err
+	}
+	return sub.Submission, nil
+}
+
+// Flagged lists the submissions waiting for review.
+func (s *Service) Flagged(ctx context.Context) ([]api.Submission, error) {
+	subs, err := s.store.Flagged(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return wireSubmissions(subs), nil
+}
+
+// DeleteSubmission removes a submission, its runs and kept profiles, and
+// cancels its jobs.
+func (s *Service) DeleteSubmission(ctx context.Context, id int64) error {
+	sub, err := s.store.Submission(ctx, id)
+	if err != nil {
+		return err
+	}
+	jobs, err := s.store.DeleteSubmission(ctx, id)
+	if err != nil {
+		return err
+	}
+	s.removeProfiles(sub)
+	for _, j := range jobs {
+		if err := s.queue.Cancel(ctx, j); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// wireSubmissions are submissions as the API shows them.
+func wireSubmissions(subs []*Submission) []api.Submission {
+	out := []api.Submission{}
+	for _, s := range subs {
+		out = append(out, s.Submission)
+	}
+	return out
+}
