@@ -1,7 +1,6 @@
 package problems
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -94,8 +93,8 @@ func (ExecLauncher) Launch(ctx context.Context, l Launch) (Outcome, error) {
 		return killGroup(cmd.Process)
 	}
 	cmd.WaitDelay = 2 * time.Second
-	stdout := &capWriter{limit: limit}
-	stderr := &capWriter{limit: limit}
+	stdout := NewCapWriter(limit)
+	stderr := NewCapWriter(limit)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 
 	start := time.Now()
@@ -104,7 +103,7 @@ func (ExecLauncher) Launch(ctx context.Context, l Launch) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("launch %s: %w", l.Argv[0], err)
 	}
 	pw.Close()
-	result := &capWriter{limit: limit}
+	result := NewCapWriter(limit)
 	var dst io.Writer = result
 	if l.Progress != nil {
 		dst = io.MultiWriter(result, l.Progress)
@@ -127,10 +126,10 @@ func (ExecLauncher) Launch(ctx context.Context, l Launch) (Outcome, error) {
 	_ = killGroup(cmd.Process)
 
 	out := Outcome{
-		Stdout:    stdout.buf.Bytes(),
-		Stderr:    stderr.buf.Bytes(),
-		Result:    result.buf.Bytes(),
-		Truncated: stdout.dropped > 0 || stderr.dropped > 0 || result.dropped > 0,
+		Stdout:    stdout.Bytes(),
+		Stderr:    stderr.Bytes(),
+		Result:    result.Bytes(),
+		Truncated: stdout.Dropped() > 0 || stderr.Dropped() > 0 || result.Dropped() > 0,
 		Wall:      time.Since(start),
 		TimedOut:  errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil,
 	}
@@ -149,26 +148,6 @@ func (ExecLauncher) Launch(ctx context.Context, l Launch) (Outcome, error) {
 		return out, fmt.Errorf("launch %s: %w", l.Argv[0], waitErr)
 	}
 	return out, nil
-}
-
-// capWriter keeps the first limit bytes and counts the rest, so a flood of
-// output costs memory only up to the cap.
-type capWriter struct {
-	buf     bytes.Buffer
-	limit   int
-	dropped int64
-}
-
-func (w *capWriter) Write(p []byte) (int, error) {
-	room := w.limit - w.buf.Len()
-	if room >= len(p) {
-		return w.buf.Write(p)
-	}
-	if room > 0 {
-		w.buf.Write(p[:room])
-	}
-	w.dropped += int64(len(p) - max(room, 0))
-	return len(p), nil
 }
 
 // envWith returns env with key set to value, replacing an earlier entry.

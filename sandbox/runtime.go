@@ -3,7 +3,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -20,6 +19,8 @@ import (
 
 	"github.com/opencontainers/runc/libcontainer"
 	"golang.org/x/sys/unix"
+
+	"kernelbox/problems"
 )
 
 // Errors of NewRuntime, for hosts or builds that cannot sandbox.
@@ -230,7 +231,7 @@ func (r *Runtime) Run(ctx context.Context, s Spec) (*Result, error) {
 // holds the pipe: container.Run hung there, under load, and the slot with
 // it.
 type outputs struct {
-	stdout, stderr, result *capWriter
+	stdout, stderr, result *problems.CapWriter
 	copies                 sync.WaitGroup
 	reads                  []*os.File
 	// resultDone closes when the result pipe's copy ends.
@@ -239,7 +240,7 @@ type outputs struct {
 }
 
 func newOutputs(limit int) *outputs {
-	return &outputs{stdout: &capWriter{limit: limit}, stderr: &capWriter{limit: limit}, result: &capWriter{limit: limit},
+	return &outputs{stdout: problems.NewCapWriter(limit), stderr: problems.NewCapWriter(limit), result: problems.NewCapWriter(limit),
 		resultDone: make(chan struct{})}
 }
 
@@ -405,8 +406,8 @@ func (r *Runtime) readStats(container *libcontainer.Container, res *Result) {
 
 // collect puts the output, the exit and the verdict into res.
 func (o *outputs) collect(res *Result, e ending) {
-	res.Stdout, res.Stderr, res.ResultData = o.stdout.buf.Bytes(), o.stderr.buf.Bytes(), o.result.buf.Bytes()
-	res.Truncated = o.stdout.dropped+o.stderr.dropped+o.result.dropped > 0
+	res.Stdout, res.Stderr, res.ResultData = o.stdout.Bytes(), o.stderr.Bytes(), o.result.Bytes()
+	res.Truncated = o.stdout.Dropped()+o.stderr.Dropped()+o.result.Dropped() > 0
 	res.ExitCode = -1
 	if e.ps != nil {
 		res.ExitCode = e.ps.ExitCode()
@@ -525,23 +526,4 @@ func DefaultBinds() []Bind {
 		}
 	}
 	return binds
-}
-
-// capWriter keeps the first limit bytes and counts the rest.
-type capWriter struct {
-	buf     bytes.Buffer
-	limit   int
-	dropped int64
-}
-
-func (w *capWriter) Write(p []byte) (int, error) {
-	room := w.limit - w.buf.Len()
-	if room >= len(p) {
-		return w.buf.Write(p)
-	}
-	if room > 0 {
-		w.buf.Write(p[:room])
-	}
-	w.dropped += int64(len(p) - max(room, 0))
-	return len(p), nil
 }
