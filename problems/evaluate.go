@@ -166,12 +166,15 @@ func Evaluate(ctx context.Context, l Launcher, t *Task, opts EvalOptions) (*Repo
 	if t.Lang == LangPython && opts.Python == "" {
 		return nil, errors.New("evaluate: no Python interpreter")
 	}
+	steps, err := phasesOf(t, opts)
+	if err != nil {
+		return nil, err
+	}
 	if err := Materialize(t, opts.Submission, opts.WorkDir); err != nil {
 		return nil, fmt.Errorf("evaluate %s: %w", t.Name, err)
 	}
 	rep := &Report{Problem: t.Name, Mode: opts.Mode, Device: opts.Device, RankingBy: t.RankingBy,
 		Tests: []TestResult{}, Benchmarks: []BenchmarkResult{}}
-
 	entry := []string{opts.Python, t.Config.Main}
 	if t.Lang == LangCUDA {
 		ph, err := compileCUDA(ctx, l, t, opts)
@@ -188,93 +191,14 @@ func Evaluate(ctx context.Context, l Launcher, t *Task, opts EvalOptions) (*Repo
 		}
 		entry = []string{"./eval.out"}
 	}
-
-	benches := t.BenchmarksFor(opts.Device)
-	if t.RankingBy == RankLast || t.RankingBy == "" {
-		// KernelBot ranks on the last (largest) shape only and writes only
-		// that line for the timed modes.
-		benches = benches[len(benches)-1:]
-	}
-	type step struct {
-		name    string
-		cases   []Case
-		timeout time.Duration
-	}
-	var steps []step
-	switch opts.Mode {
-	case ModeTest:
-		steps = []step{{"test", t.Tests, t.TestTimeout}}
-	case ModeBenchmark:
-		steps = []step{{"benchmark", benches, t.BenchmarkTimeout}}
-	case ModeLeaderboard:
-		steps = []step{{"test", t.Tests, t.TestTimeout}, {"benchmark", benches, t.BenchmarkTimeout},
-			{"leaderboard", benches, t.RankedTimeout}}
-	case ModeProfile:
-		steps = []step{{"profile", benches, t.BenchmarkTimeout}}
-	default:
-		return nil, fmt.Errorf("evaluate: unknown mode %q", opts.Mode)
-	}
-
-	env := append([]string(nil), opts.Env...)
-	env = envWith(env, "PYTHONUNBUFFERED", "1")
-	env = envWith(env, "PYTHONDONTWRITEBYTECODE", "1")
-	if opts.Seed != nil {
-		env = envWith(env, "POPCORN_SEED", itoa(*opts.Seed))
-	}
-	if t.MultiGPU {
-		// KernelBot's name: the harness starts each case's world_size ranks.
-		gpus := opts.GPUs
-		if gpus <= 0 {
-			gpus = t.WorldSize(opts.Device)
-		}
-		env = envWith(env, "POPCORN_GPUS", itoa(int64(gpus)))
-	}
+	env := harnessEnv(t, opts)
 	for _, s := range steps {
-		casesName := s.name + ".cases.txt"
-		if err := os.WriteFile(filepath.Join(opts.WorkDir, casesName), []byte(FormatCases(s.cases)), 0o644); err != nil {
-			return nil, fmt.Errorf("evaluate %s: write cases: %w", t.Name, err)
-		}
-		argv := append(append([]string(nil), entry...), s.name, casesName)
-		launch := Launch{Dir: opts.WorkDir, Argv: argv, Env: env, Timeout: s.timeout, OutputLimit: opts.OutputLimit, Loopback: t.MultiGPU}
-		profiled := s.name == "profile" && opts.Profiler != nil
-		if profiled {
-			launch.Argv = opts.Profiler.recordArgv(argv, t.Lang == LangPython)
-			launch.Env = envWith(append([]string(nil), env...), "POPCORN_NCU", "1")
-			launch.Keep = []string{ProfileFile}
-		}
-		if opts.OnTest != nil && s.name == "test" {
-			name := s.name
-			budget := opts.OutputLimit // what the launcher keeps of the stream
-			if budget <= 0 {
-				budget = DefaultOutputLimit
-			}
-			launch.Progress = newTestProgress(budget, func(t TestResult) { opts.OnTest(name, t) })
-		}
-		out, err := l.Launch(ctx, launch)
+		done, err := runPhase(ctx, l, t, opts, rep, s, entry, env)
 		if err != nil {
-			return nil, fmt.Errorf("evaluate %s: %s phase: %w", t.Name, s.name, err)
+			return nil, err
 		}
-		ph := judgePhase(s.name, out, len(s.cases))
-		rep.Phases = append(rep.Phases, ph)
-		if opts.OnPhase != nil {
-			opts.OnPhase(ph)
-		}
-		if ph.Result != nil {
-			switch s.name {
-			case "test":
-				rep.Tests = ph.Result.Tests
-			default:
-				rep.Benchmarks = ph.Result.Benchmarks
-			}
-		}
-		if !ph.Passed {
-			rep.Reason = fmt.Sprintf("%s phase: %s", s.name, ph.Reason)
+		if done {
 			return rep, nil
-		}
-		if profiled {
-			if rep.Profile, err = opts.Profiler.summarize(ctx, l, opts.WorkDir, env, opts.OutputLimit); err != nil {
-				return nil, fmt.Errorf("evaluate %s: profile summary: %w", t.Name, err)
-			}
 		}
 	}
 	if err := applyFloor(t, opts, rep); err != nil {
@@ -292,6 +216,106 @@ func Evaluate(ctx context.Context, l Launcher, t *Task, opts EvalOptions) (*Repo
 		rep.Score = &score
 	}
 	return rep, nil
+}
+
+// phase is one harness run of a mode: its name (the harness's mode
+// argument), its cases and its time limit.
+type phase struct {
+	name    string
+	cases   []Case
+	timeout time.Duration
+}
+
+// phasesOf are the harness runs a mode makes, in order.
+func phasesOf(t *Task, opts EvalOptions) ([]phase, error) {
+	benches := t.BenchmarksFor(opts.Device)
+	if t.RankingBy == RankLast || t.RankingBy == "" {
+		// KernelBot ranks on the last (largest) shape only and writes only
+		// that line for the timed modes.
+		benches = benches[len(benches)-1:]
+	}
+	switch opts.Mode {
+	case ModeTest:
+		return []phase{{"test", t.Tests, t.TestTimeout}}, nil
+	case ModeBenchmark:
+		return []phase{{"benchmark", benches, t.BenchmarkTimeout}}, nil
+	case ModeLeaderboard:
+		return []phase{{"test", t.Tests, t.TestTimeout}, {"benchmark", benches, t.BenchmarkTimeout},
+			{"leaderboard", benches, t.RankedTimeout}}, nil
+	case ModeProfile:
+		return []phase{{"profile", benches, t.BenchmarkTimeout}}, nil
+	}
+	return nil, fmt.Errorf("evaluate: unknown mode %q", opts.Mode)
+}
+
+// harnessEnv is the harness's environment: the caller's, unbuffered
+// Python, the secret seed and, for a multi-GPU problem, its GPU count.
+func harnessEnv(t *Task, opts EvalOptions) []string {
+	env := append([]string(nil), opts.Env...)
+	env = envWith(env, "PYTHONUNBUFFERED", "1")
+	env = envWith(env, "PYTHONDONTWRITEBYTECODE", "1")
+	if opts.Seed != nil {
+		env = envWith(env, "POPCORN_SEED", itoa(*opts.Seed))
+	}
+	if t.MultiGPU {
+		// KernelBot's name: the harness starts each case's world_size ranks.
+		gpus := opts.GPUs
+		if gpus <= 0 {
+			gpus = t.WorldSize(opts.Device)
+		}
+		env = envWith(env, "POPCORN_GPUS", itoa(int64(gpus)))
+	}
+	return env
+}
+
+// runPhase launches one phase and records it in rep; done says the
+// evaluation ends here (the phase failed, with rep.Reason saying why).
+func runPhase(ctx context.Context, l Launcher, t *Task, opts EvalOptions, rep *Report, s phase, entry, env []string) (done bool, err error) {
+	casesName := s.name + ".cases.txt"
+	if err := os.WriteFile(filepath.Join(opts.WorkDir, casesName), []byte(FormatCases(s.cases)), 0o644); err != nil {
+		return true, fmt.Errorf("evaluate %s: write cases: %w", t.Name, err)
+	}
+	argv := append(append([]string(nil), entry...), s.name, casesName)
+	launch := Launch{Dir: opts.WorkDir, Argv: argv, Env: env, Timeout: s.timeout, OutputLimit: opts.OutputLimit, Loopback: t.MultiGPU}
+	profiled := s.name == "profile" && opts.Profiler != nil
+	if profiled {
+		launch.Argv = opts.Profiler.recordArgv(argv, t.Lang == LangPython)
+		launch.Env = envWith(append([]string(nil), env...), "POPCORN_NCU", "1")
+		launch.Keep = []string{ProfileFile}
+	}
+	if opts.OnTest != nil && s.name == "test" {
+		budget := opts.OutputLimit // what the launcher keeps of the stream
+		if budget <= 0 {
+			budget = DefaultOutputLimit
+		}
+		launch.Progress = newTestProgress(budget, func(t TestResult) { opts.OnTest(s.name, t) })
+	}
+	out, err := l.Launch(ctx, launch)
+	if err != nil {
+		return true, fmt.Errorf("evaluate %s: %s phase: %w", t.Name, s.name, err)
+	}
+	ph := judgePhase(s.name, out, len(s.cases))
+	rep.Phases = append(rep.Phases, ph)
+	if opts.OnPhase != nil {
+		opts.OnPhase(ph)
+	}
+	if ph.Result != nil {
+		if s.name == "test" {
+			rep.Tests = ph.Result.Tests
+		} else {
+			rep.Benchmarks = ph.Result.Benchmarks
+		}
+	}
+	if !ph.Passed {
+		rep.Reason = fmt.Sprintf("%s phase: %s", s.name, ph.Reason)
+		return true, nil
+	}
+	if profiled {
+		if rep.Profile, err = opts.Profiler.summarize(ctx, l, opts.WorkDir, env, opts.OutputLimit); err != nil {
+			return true, fmt.Errorf("evaluate %s: profile summary: %w", t.Name, err)
+		}
+	}
+	return false, nil
 }
 
 // judgePhase decides whether one harness run passed and why not.
