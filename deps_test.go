@@ -9,7 +9,8 @@ import (
 
 // TestImportDirection enforces the layering of STYLE.md: problems and
 // policies are leaves; gpu, sandbox and queue import only leaves;
-// appliance/api (the wire contract) imports only leaves; appliance (the
+// appliance/api (the wire contract) imports only leaves; appliance/store
+// (the daemon's state) only the contract, the queue and leaves; appliance (the
 // daemon) imports them all but not the command line; appliance/cli
 // imports the daemon only for the commands that run it; cmd imports only
 // appliance/cli.
@@ -26,6 +27,9 @@ func TestImportDirection(t *testing.T) {
 		"kernelbox/sandbox":       func(d string) bool { return leaves[d] },
 		"kernelbox/queue":         func(d string) bool { return leaves[d] },
 		"kernelbox/appliance/api": func(d string) bool { return leaves[d] },
+		"kernelbox/appliance/store": func(d string) bool {
+			return leaves[d] || d == "kernelbox/appliance/api" || d == "kernelbox/queue"
+		},
 		"kernelbox/appliance":     func(d string) bool { return d != "kernelbox/cmd/kernelbox" && d != "kernelbox/appliance/cli" },
 		"kernelbox/appliance/cli": func(d string) bool { return d != "kernelbox/cmd/kernelbox" },
 		"kernelbox/cmd/kernelbox": func(d string) bool { return d == "kernelbox/appliance/cli" },

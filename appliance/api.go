@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/store"
 )
 
 // API is the HTTP interface of the daemon: JSON over TCP and the unix
@@ -108,7 +109,7 @@ func (a *API) wrap(h handlerFunc, auth, staffOnly bool) http.Handler {
 	})
 }
 
-func userOf(r *http.Request) *User { return r.Context().Value(userKey{}).(*User) }
+func userOf(r *http.Request) *store.User { return r.Context().Value(userKey{}).(*store.User) }
 
 func writeJSON(w http.ResponseWriter, status int, v any) error {
 	w.Header().Set("Content-Type", "application/json")
@@ -286,7 +287,7 @@ func (a *API) submission(w http.ResponseWriter, r *http.Request) error {
 
 // redact hides a secret run's details from contestants: its cases and
 // messages would reveal the secret inputs.
-func redact(sub *Submission, u *User) {
+func redact(sub *store.Submission, u *store.User) {
 	if u.Role.Staff() {
 		return
 	}

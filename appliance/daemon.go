@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/store"
 	"kernelbox/gpu"
 	"kernelbox/policies"
 	"kernelbox/problems"
@@ -47,7 +48,7 @@ type Daemon struct {
 	profiler      *problems.Profiler
 	profilerBinds []sandbox.Bind
 
-	store  *Store
+	store  *store.Store
 	queue  *queue.Store
 	svc    *Service
 	runner *runner
@@ -84,10 +85,10 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err := os.MkdirAll(d.cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	if d.store, err = OpenStore(ctx, filepath.Join(d.cfg.DataDir, "kernelbox.db"), d.now); err != nil {
+	if d.store, err = store.Open(ctx, filepath.Join(d.cfg.DataDir, "kernelbox.db"), d.now); err != nil {
 		return err
 	}
-	if err := mergeQueueFile(ctx, d.store, filepath.Join(d.cfg.DataDir, "queue.db"), d.log); err != nil {
+	if err := store.MergeQueueFile(ctx, d.store, filepath.Join(d.cfg.DataDir, "queue.db"), d.log); err != nil {
 		return err
 	}
 	d.queue = d.store.Queue()

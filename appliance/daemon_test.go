@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/store"
 	"kernelbox/gpu"
 	"kernelbox/gpu/gputest"
 	"kernelbox/internal/testutil"
@@ -339,7 +340,7 @@ func TestDaemon_SubmitThroughCLI(t *testing.T) {
 		t.Errorf("submissions show --json = exit %d, %q; want done with a passed result", code, out)
 	}
 	out, _, code = td.cli(ann, "submissions", "list", "--json")
-	var list []Submission
+	var list []store.Submission
 	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil || len(list) != 5 {
 		t.Errorf("submissions list --json = exit %d, %d submissions (%v); want 5", code, len(list), err)
 	}

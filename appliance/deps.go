@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/store"
 	"kernelbox/gpu"
 	"kernelbox/problems"
 	"kernelbox/queue"
@@ -36,8 +37,8 @@ type jobQueue interface {
 // progress it logs.
 type runStore interface {
 	StartRun(ctx context.Context, runID int64, lease, gpuID string) (bool, error)
-	LoadRun(ctx context.Context, runID int64) (*RunContext, error)
-	FinishRun(ctx context.Context, runID int64, lease string, res RunResult) (*Submission, error)
+	LoadRun(ctx context.Context, runID int64) (*store.RunContext, error)
+	FinishRun(ctx context.Context, runID int64, lease string, res store.RunResult) (*store.Submission, error)
 	AppendEvent(ctx context.Context, subID int64, data api.Payload) error
 }
 
@@ -53,7 +54,7 @@ type gpuMonitor interface {
 var (
 	_ SandboxRunner     = (*sandbox.Runtime)(nil)
 	_ jobQueue          = (*queue.Store)(nil)
-	_ runStore          = (*Store)(nil)
+	_ runStore          = (*store.Store)(nil)
 	_ gpuMonitor        = (*gpu.Monitor)(nil)
 	_ problems.Launcher = (*sandboxLauncher)(nil)
 )

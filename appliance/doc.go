@@ -5,17 +5,21 @@
 // line that starts it is package appliance/cli, which cmd/kernelbox wires.
 //
 // The pieces, by file:
-//   - store.go, leaderboards.go, submissions.go: the appliance's tables
-//     (users, hashed tokens, invites, leaderboards, submissions, runs, the
-//     append-only event log) in one SQLite file with the queue's jobs; a
-//     submission and its jobs are stored in one transaction.
-//   - legacy.go: the merge of a two-file data directory's queue.db.
-//   - service.go: the checks of a submission and everything between the API
-//     and the store and queue.
-//   - runner.go: one dispatcher per GPU type that claims, runs and
-//     records jobs on gangs of slots.
+//   - appliance/store (a package of its own): users, tokens, invites,
+//     leaderboards, submissions, runs and the event log, in one SQLite file
+//     with the queue's jobs; a submission and its jobs are stored in one
+//     transaction.
+//   - service.go, queries.go, staff.go: the service, everything between the
+//     API and the store and queue: the checks of a submission, the reads, and
+//     the organisers' operations with the rules of who may do what.
+//   - deps.go: the interfaces the daemon consumes (the sandbox, the queue,
+//     the store, the GPU monitor), with compile-time checks.
+//   - runner.go, slots.go, job.go: one dispatcher per GPU type that claims
+//     jobs for gangs of slots, and one job's steps (take the run, execute
+//     it under a heartbeat, judge, record).
 //   - launcher.go: the sandboxed harness launcher, built in one place for
 //     the daemon and `kernelbox eval --sandbox`.
-//   - api.go, profile.go, problemset.go: the HTTP API's handlers.
+//   - api.go, api_admin.go, profile.go: the HTTP API's handlers, which
+//     decode a request, call one service method and write its answer.
 //   - daemon.go, config.go: start-up, recovery and graceful shutdown.
 package appliance

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/store"
 	"kernelbox/gpu"
 	"kernelbox/policies"
 	"kernelbox/problems"
@@ -54,7 +55,7 @@ func (r *runner) handle(log *slog.Logger, g gang, l *queue.Lease) {
 
 // takeRun reads the job's run and hands it to this lease; ok is false
 // when there is nothing (more) to run, the job then being dealt with.
-func (r *runner) takeRun(log *slog.Logger, g gang, l *queue.Lease) (jobPayload, *RunContext, bool) {
+func (r *runner) takeRun(log *slog.Logger, g gang, l *queue.Lease) (jobPayload, *store.RunContext, bool) {
 	ctx := r.hard
 	var p jobPayload
 	if err := json.Unmarshal(l.Payload, &p); err != nil || p.Run == 0 {
@@ -156,7 +157,7 @@ type execution struct {
 // the GPU to be fit for it; a GPU that does not become so is the box's
 // failure (an error, retried later elsewhere or again), never a verdict
 // on the submission.
-func (r *runner) execute(ctx context.Context, g gang, rc *RunContext) (*execution, error) {
+func (r *runner) execute(ctx context.Context, g gang, rc *store.RunContext) (*execution, error) {
 	ex := &execution{timed: r.measured(g[0]) && problems.Mode(rc.Run.Mode) != problems.ModeTest}
 	if ex.timed && r.measure.Gate {
 		for i, s := range g {
@@ -197,9 +198,9 @@ func (r *runner) execute(ctx context.Context, g gang, rc *RunContext) (*executio
 
 // record stores the run's result, with what the box knows of the run, and
 // finishes the job.
-func (r *runner) record(log *slog.Logger, g gang, l *queue.Lease, p jobPayload, rc *RunContext, ex *execution) {
+func (r *runner) record(log *slog.Logger, g gang, l *queue.Lease, p jobPayload, rc *store.RunContext, ex *execution) {
 	slot, rep := g[0], ex.rep
-	res := RunResult{Status: api.StatusDone, Passed: rep.Passed, Reason: rep.Reason, Profile: ex.profile}
+	res := store.RunResult{Status: api.StatusDone, Passed: rep.Passed, Reason: rep.Reason, Profile: ex.profile}
 	for _, f := range rep.Flags {
 		res.Findings = append(res.Findings, policies.Finding{Rule: f.Rule, Verdict: policies.ScanFlag, Message: f.Message})
 	}
@@ -251,14 +252,14 @@ func (r *runner) retry(log *slog.Logger, l *queue.Lease, p jobPayload, cause err
 		_ = r.store.AppendEvent(ctx, p.Submission, api.RunRetried{Run: p.Run, Attempt: l.Attempts})
 		return
 	}
-	res := RunResult{Status: runError, Reason: fmt.Sprintf("the box could not run it (%d attempts): %v", l.Attempts, cause)}
+	res := store.RunResult{Status: store.RunError, Reason: fmt.Sprintf("the box could not run it (%d attempts): %v", l.Attempts, cause)}
 	if _, err := r.store.FinishRun(ctx, p.Run, l.Token, res); err != nil {
 		log.Warn("store failed run", "err", err)
 	}
 }
 
 // evaluate runs the harness for one run in a fresh work directory.
-func (r *runner) evaluate(ctx context.Context, g gang, rc *RunContext) (*problems.Report, string, error) {
+func (r *runner) evaluate(ctx context.Context, g gang, rc *store.RunContext) (*problems.Report, string, error) {
 	slot := g[0]
 	t, err := r.tasks(rc.Leaderboard)
 	if err != nil {

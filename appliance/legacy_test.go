@@ -1,13 +1,14 @@
 package appliance
 
 import (
-	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/store"
 	"kernelbox/queue"
 )
 
@@ -75,17 +76,19 @@ func TestDaemon_MergesTwoFileDataDir(t *testing.T) {
 	}
 	checkJobs := func(when string) {
 		t.Helper()
-		st, err := OpenStore(ctx, filepath.Join(dir, "kernelbox.db"), nil)
+		st, err := store.Open(ctx, filepath.Join(dir, "kernelbox.db"), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		var jobs, succeeded int
-		if err := st.db.QueryRowContext(ctx, `SELECT count(*), count(*) FILTER (WHERE state = 'succeeded') FROM jobs`).Scan(&jobs, &succeeded); err != nil {
-			t.Fatal(err)
-		}
-		if jobs != 6 || succeeded != 6 {
-			t.Errorf("%s: %d jobs, %d succeeded; want the old file's 6, all succeeded", when, jobs, succeeded)
+		for id := int64(1); id <= 7; id++ {
+			j, err := st.Queue().Get(ctx, id)
+			switch {
+			case id == 7 && !errors.Is(err, queue.ErrNotFound):
+				t.Errorf("%s: job 7 = %+v, %v; want the old file's 6 jobs and no more", when, j, err)
+			case id < 7 && (err != nil || j.State != queue.Succeeded):
+				t.Errorf("%s: job %d = %+v, %v; want it merged and succeeded", when, id, j, err)
+			}
 		}
 		sub, err := st.Submission(ctx, 3)
 		if err != nil {
@@ -114,35 +117,4 @@ func TestDaemon_MergesTwoFileDataDir(t *testing.T) {
 		t.Errorf("queue.db is back after a restart (%v)", err)
 	}
 	checkJobs("after a second start")
-}
-
-// TestMergeQueueFile_RefusesTwoQueues: an old queue file beside a store
-// that holds jobs of its own is not merged: an operator decides.
-func TestMergeQueueFile_RefusesTwoQueues(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	dir := t.TempDir()
-	old, err := queue.Open(ctx, filepath.Join(dir, "queue.db"), queue.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := old.Enqueue(ctx, queue.NewJob{User: "ann", GPUType: "cpu"}); err != nil {
-		t.Fatal(err)
-	}
-	old.Close()
-	st, err := OpenStore(ctx, filepath.Join(dir, "kernelbox.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if _, err := st.Queue().Enqueue(ctx, queue.NewJob{User: "bob", GPUType: "cpu"}); err != nil {
-		t.Fatal(err)
-	}
-	err = mergeQueueFile(ctx, st, filepath.Join(dir, "queue.db"), testLogger(t))
-	if err == nil || !strings.Contains(err.Error(), "holds 1 jobs already") {
-		t.Errorf("mergeQueueFile beside a store with jobs = %v, want a refusal", err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "queue.db")); err != nil {
-		t.Errorf("the old queue file is gone after a refused merge: %v", err)
-	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/store"
 	"kernelbox/problems"
 )
 
@@ -50,7 +51,7 @@ func (s *Service) loadProblemSet(ctx context.Context, root, file, name string) (
 		if len(gpus) == 0 {
 			gpus = []string{"cpu"}
 		}
-		created, err := s.store.PutLeaderboard(ctx, LeaderboardSpec{Name: p.Name, Description: p.Task.Description,
+		created, err := s.store.PutLeaderboard(ctx, store.LeaderboardSpec{Name: p.Name, Description: p.Task.Description,
 			Lang: string(p.Task.Lang), RankingBy: string(p.Task.RankingBy), Deadline: p.Deadline, GPUs: gpus, ProblemDir: p.Task.Dir})
 		if err != nil {
 			return out, err

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/store"
 	"kernelbox/gpu"
 	"kernelbox/problems"
 	"kernelbox/sandbox"
@@ -118,7 +119,7 @@ func (a *API) profile(w http.ResponseWriter, r *http.Request) error {
 }
 
 // removeProfiles deletes the reports of a deleted submission's runs.
-func (s *Service) removeProfiles(sub *Submission) {
+func (s *Service) removeProfiles(sub *store.Submission) {
 	for _, run := range sub.Runs {
 		if run.Profile != "" {
 			if err := os.Remove(filepath.Join(profilesDir(s.cfg.DataDir), filepath.Base(run.Profile))); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -10,13 +10,14 @@ import (
 	"strings"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/store"
 )
 
 // The service's reads and account actions for every user: the handlers
 // call these and never the store.
 
 // Authenticate returns the user a token belongs to.
-func (s *Service) Authenticate(ctx context.Context, token string) (*User, error) {
+func (s *Service) Authenticate(ctx context.Context, token string) (*store.User, error) {
 	return s.store.Authenticate(ctx, token)
 }
 
@@ -30,7 +31,7 @@ func (s *Service) Register(ctx context.Context, req api.RegisterRequest) (api.Cr
 }
 
 // Join redeems an invite for u's membership of closed leaderboards.
-func (s *Service) Join(ctx context.Context, u *User, invite string) (api.Joined, error) {
+func (s *Service) Join(ctx context.Context, u *store.User, invite string) (api.Joined, error) {
 	names, err := s.store.Join(ctx, invite, u)
 	return api.Joined{Leaderboards: names}, err
 }
@@ -66,7 +67,7 @@ func (s *Service) ChangeLeaderboard(ctx context.Context, name string, ch api.Lea
 	return s.info(lb), nil
 }
 
-func (s *Service) info(lb *Leaderboard) api.LeaderboardInfo {
+func (s *Service) info(lb *store.Leaderboard) api.LeaderboardInfo {
 	li := api.LeaderboardInfo{Leaderboard: lb.Leaderboard, State: "active", Available: []string{}}
 	if lb.Ended(s.now()) {
 		li.State = "ended"
@@ -121,8 +122,8 @@ type SubmissionQuery struct {
 
 // Submissions lists u's submissions, newest first, or as a staff member
 // another user's or everyone's.
-func (s *Service) Submissions(ctx context.Context, u *User, q SubmissionQuery) ([]api.Submission, error) {
-	f := SubmissionFilter{UserID: u.ID, Leaderboard: q.Leaderboard, Status: q.Status, Limit: q.Limit}
+func (s *Service) Submissions(ctx context.Context, u *store.User, q SubmissionQuery) ([]api.Submission, error) {
+	f := store.SubmissionFilter{UserID: u.ID, Leaderboard: q.Leaderboard, Status: q.Status, Limit: q.Limit}
 	if u.Role.Staff() {
 		switch {
 		case q.All:
@@ -144,7 +145,7 @@ func (s *Service) Submissions(ctx context.Context, u *User, q SubmissionQuery) (
 
 // SubmissionView is a submission as u may see it (a secret run's details
 // redacted for contestants), with its code when asked.
-func (s *Service) SubmissionView(ctx context.Context, u *User, id int64, withCode bool) (api.SubmissionView, error) {
+func (s *Service) SubmissionView(ctx context.Context, u *store.User, id int64, withCode bool) (api.SubmissionView, error) {
 	sub, err := s.visibleSubmission(ctx, u, id)
 	if err != nil {
 		return api.SubmissionView{}, err

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/store"
 	"kernelbox/internal/testutil"
 	"kernelbox/problems"
 	"kernelbox/queue"
@@ -168,7 +169,7 @@ func TestDaemon_KillAndRestart(t *testing.T) {
 	}
 
 	// Exactly once: one stored result per run, and one succeeded job each.
-	st, err := OpenStore(ctx, filepath.Join(dir, "kernelbox.db"), nil)
+	st, err := store.Open(ctx, filepath.Join(dir, "kernelbox.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,10 +290,7 @@ func TestDaemon_ManyUsers(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	td.d.store.mu.Lock()
-	left := len(td.d.store.watched)
-	td.d.store.mu.Unlock()
-	if left != 0 {
+	if left := td.d.store.Watchers(); left != 0 {
 		t.Errorf("%d submissions still have a wake-up channel after every watcher left", left)
 	}
 	t.Logf("200 submissions accepted in %v (%.0f/s), all done in %v", accepted, float64(len(ids))/accepted.Seconds(), time.Since(start))
@@ -338,10 +336,7 @@ func TestDaemon_GracefulStop(t *testing.T) {
 		polled <- err
 	}()
 	waitFor(t, 10*time.Second, func() bool { // until the long-poll waits
-		td.d.store.mu.Lock()
-		defer td.d.store.mu.Unlock()
-		_, ok := td.d.store.watched[sub.ID]
-		return ok
+		return td.d.store.Watching(sub.ID)
 	})
 	begin := time.Now()
 	td.stop()
@@ -351,7 +346,7 @@ func TestDaemon_GracefulStop(t *testing.T) {
 	if err := <-polled; err != nil {
 		t.Errorf("the watcher's long-poll during the stop: %v", err)
 	}
-	st, err := OpenStore(ctx, filepath.Join(dir, "kernelbox.db"), nil)
+	st, err := store.Open(ctx, filepath.Join(dir, "kernelbox.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/store"
 	"kernelbox/gpu"
 	"kernelbox/problems"
 	"kernelbox/queue"
@@ -86,7 +87,7 @@ type runner struct {
 	wake *broadcast
 	// tasks loads a leaderboard's problem; reconcile ends the runs whose
 	// job the queue gave up on.
-	tasks     func(*Leaderboard) (*problems.Task, error)
+	tasks     func(*store.Leaderboard) (*problems.Task, error)
 	reconcile func(context.Context) error
 	cfg       runnerConfig
 	slots     []Slot

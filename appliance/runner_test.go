@@ -10,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/store"
 	"kernelbox/policies"
 	"kernelbox/problems"
 	"kernelbox/sandbox"
@@ -21,18 +22,18 @@ import (
 // sandbox: no root, no seccomp, no PyTorch.
 type runnerBundle struct {
 	t    *testing.T
-	st   *Store
+	st   *store.Store
 	svc  *Service
 	r    *runner
 	fake *sandboxtest.Runtime
-	user *User
+	user *store.User
 }
 
 func newRunnerBundle(t *testing.T, script ...sandboxtest.Step) *runnerBundle {
 	t.Helper()
 	ctx := t.Context()
 	dir := t.TempDir()
-	st, err := OpenStore(ctx, filepath.Join(dir, "kernelbox.db"), nil)
+	st, err := store.Open(ctx, filepath.Join(dir, "kernelbox.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func newRunnerBundle(t *testing.T, script ...sandboxtest.Step) *runnerBundle {
 
 // submit sends the quick problem's correct solution in test mode and
 // waits for the submission to end.
-func (b *runnerBundle) submit() *Submission {
+func (b *runnerBundle) submit() *store.Submission {
 	b.t.Helper()
 	code, err := os.ReadFile(quickSolution("correct/double.py"))
 	if err != nil {
@@ -80,7 +81,7 @@ func (b *runnerBundle) submit() *Submission {
 	if err != nil {
 		b.t.Fatalf("Submit: %v", err)
 	}
-	var got *Submission
+	var got *store.Submission
 	waitFor(b.t, 20*time.Second, func() bool {
 		got, err = b.st.Submission(b.t.Context(), sub.ID)
 		return err == nil && api.Ended(got.Status)
@@ -161,7 +162,7 @@ func TestRunner_CancelStopsTheRun(t *testing.T) {
 	if _, err := b.svc.Cancel(t.Context(), b.user, sub.ID); err != nil {
 		t.Fatal(err)
 	}
-	var got *Submission
+	var got *store.Submission
 	waitFor(t, 20*time.Second, func() bool {
 		got, err = b.st.Submission(t.Context(), sub.ID)
 		return err == nil && api.Ended(got.Status)

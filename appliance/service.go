@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/store"
 	"kernelbox/policies"
 	"kernelbox/problems"
 	"kernelbox/queue"
@@ -65,7 +66,7 @@ func runKey(runID int64) string { return fmt.Sprintf("run:%d", runID) }
 // store and the queue in step.
 type Service struct {
 	cfg    Config
-	store  *Store
+	store  *store.Store
 	queue  *queue.Store
 	log    *slog.Logger
 	now    func() time.Time
@@ -86,13 +87,13 @@ type Service struct {
 	tasks map[string]*problems.Task
 }
 
-func newService(cfg Config, st *Store, q *queue.Store, log *slog.Logger, now func() time.Time, boot string) *Service {
+func newService(cfg Config, st *store.Store, q *queue.Store, log *slog.Logger, now func() time.Time, boot string) *Service {
 	return &Service{cfg: cfg, store: st, queue: q, log: log, now: now, boot: boot, wake: newBroadcast(),
 		slots: map[string]int{}, tasks: map[string]*problems.Task{}}
 }
 
 // task loads (and caches) a leaderboard's problem.
-func (s *Service) task(lb *Leaderboard) (*problems.Task, error) {
+func (s *Service) task(lb *store.Leaderboard) (*problems.Task, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if t, ok := s.tasks[lb.ProblemDir]; ok {
@@ -140,7 +141,7 @@ func (s *Service) slotCount(gpuType string) int {
 // jobs. The order of checks is the order a contestant can fix them in: the
 // box, the file, the leaderboard, the GPU and problem, the limits, the
 // scanner.
-func (s *Service) Submit(ctx context.Context, u *User, req api.SubmitRequest) (*Submission, error) {
+func (s *Service) Submit(ctx context.Context, u *store.User, req api.SubmitRequest) (*store.Submission, error) {
 	if err := s.acceptsFrom(u); err != nil {
 		return nil, err
 	}
@@ -193,7 +194,7 @@ func (s *Service) Submit(ctx context.Context, u *User, req api.SubmitRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	sub, err := s.store.CreateSubmission(ctx, NewSubmission{Leaderboard: lb, User: u, FileName: filepath.Base(req.FileName),
+	sub, err := s.store.CreateSubmission(ctx, store.NewSubmission{Leaderboard: lb, User: u, FileName: filepath.Base(req.FileName),
 		Code: req.Code, GPUType: gpu, Mode: string(mode), Category: category, Secret: mode == problems.ModeLeaderboard, Findings: findings,
 		Jobs: runJobs(u.Name, category, gpus)})
 	if err != nil {
@@ -205,7 +206,7 @@ func (s *Service) Submit(ctx context.Context, u *User, req api.SubmitRequest) (*
 }
 
 // acceptsFrom says whether the box takes submissions now, and from u.
-func (s *Service) acceptsFrom(u *User) error {
+func (s *Service) acceptsFrom(u *store.User) error {
 	switch {
 	case s.draining.Load():
 		return api.Errorf(api.CodeUnavailable, "the box is shutting down; submit again when it is back")
@@ -242,7 +243,7 @@ func (s *Service) checkFile(req api.SubmitRequest) (problems.Directives, problem
 
 // openLeaderboard finds the leaderboard and checks that u may submit to
 // it: a member of a closed one, before its deadline (staff always).
-func (s *Service) openLeaderboard(ctx context.Context, u *User, name string) (*Leaderboard, error) {
+func (s *Service) openLeaderboard(ctx context.Context, u *store.User, name string) (*store.Leaderboard, error) {
 	lb, err := s.store.Leaderboard(ctx, name)
 	if err != nil {
 		return nil, err
@@ -267,7 +268,7 @@ func (s *Service) openLeaderboard(ctx context.Context, u *User, name string) (*L
 
 // checkLimits holds u to the leaderboard's rate limit and the box's cap on
 // waiting jobs.
-func (s *Service) checkLimits(ctx context.Context, lb *Leaderboard, u *User, mode problems.Mode, category string) error {
+func (s *Service) checkLimits(ctx context.Context, lb *store.Leaderboard, u *store.User, mode problems.Mode, category string) error {
 	if err := s.checkRate(ctx, lb, u, category); err != nil {
 		return err
 	}
@@ -287,7 +288,7 @@ func (s *Service) checkLimits(ctx context.Context, lb *Leaderboard, u *User, mod
 
 // scan runs the scanner over a timed submission (test mode ranks nothing):
 // a refusal is an error, flags are returned to be stored with it.
-func (s *Service) scan(u *User, lb *Leaderboard, mode problems.Mode, code []byte) ([]policies.Finding, error) {
+func (s *Service) scan(u *store.User, lb *store.Leaderboard, mode problems.Mode, code []byte) ([]policies.Finding, error) {
 	if mode == problems.ModeTest {
 		return nil, nil
 	}
@@ -307,7 +308,7 @@ func (s *Service) scan(u *User, lb *Leaderboard, mode problems.Mode, code []byte
 
 // pickGPU resolves the GPU type: the flag, else the directive's first one
 // the box serves, else the only type both the leaderboard and the box have.
-func (s *Service) pickGPU(lb *Leaderboard, flag string, directive []string) (string, error) {
+func (s *Service) pickGPU(lb *store.Leaderboard, flag string, directive []string) (string, error) {
 	served := s.gpuTypes()
 	var both []string
 	for _, g := range lb.GPUs {
@@ -343,7 +344,7 @@ func (s *Service) pickGPU(lb *Leaderboard, flag string, directive []string) (str
 	return gpu, nil
 }
 
-func (s *Service) checkRate(ctx context.Context, lb *Leaderboard, u *User, category string) error {
+func (s *Service) checkRate(ctx context.Context, lb *store.Leaderboard, u *store.User, category string) error {
 	if u.Role.Staff() {
 		return nil
 	}
@@ -377,7 +378,7 @@ func gangSize(t *problems.Task, gpuType string) int {
 
 // runJobs makes the queue jobs of a submission's runs, for a gang of
 // gpus: each under its run's idempotent key, in its class.
-func runJobs(user, category string, gpus int) JobsFunc {
+func runJobs(user, category string, gpus int) store.JobsFunc {
 	class := queue.ClassRanked
 	if category == api.CategoryTest {
 		class = queue.ClassTest
@@ -437,7 +438,7 @@ func (s *Service) reconcile(ctx context.Context) error {
 		if !j.Final() {
 			continue
 		}
-		status, reason := runError, fmt.Sprintf("the box could not run it after %d attempts: %s", j.Attempts, j.Error)
+		status, reason := store.RunError, fmt.Sprintf("the box could not run it after %d attempts: %s", j.Attempts, j.Error)
 		if j.State == queue.Cancelled {
 			status, reason = api.StatusCancelled, "cancelled"
 		}
@@ -450,7 +451,7 @@ func (s *Service) reconcile(ctx context.Context) error {
 }
 
 // Cancel cancels a queued or running submission.
-func (s *Service) Cancel(ctx context.Context, u *User, id int64) (*Submission, error) {
+func (s *Service) Cancel(ctx context.Context, u *store.User, id int64) (*store.Submission, error) {
 	sub, err := s.visibleSubmission(ctx, u, id)
 	if err != nil {
 		return nil, err
@@ -470,7 +471,7 @@ func (s *Service) Cancel(ctx context.Context, u *User, id int64) (*Submission, e
 }
 
 // visibleSubmission returns the submission if u may see it: its owner or staff.
-func (s *Service) visibleSubmission(ctx context.Context, u *User, id int64) (*Submission, error) {
+func (s *Service) visibleSubmission(ctx context.Context, u *store.User, id int64) (*store.Submission, error) {
 	sub, err := s.store.Submission(ctx, id)
 	if err != nil {
 		return nil, err
@@ -482,7 +483,7 @@ func (s *Service) visibleSubmission(ctx context.Context, u *User, id int64) (*Su
 }
 
 // Queue reports depth per GPU type and where the user's jobs stand.
-func (s *Service) Queue(ctx context.Context, u *User) (*api.QueueStatus, error) {
+func (s *Service) Queue(ctx context.Context, u *store.User) (*api.QueueStatus, error) {
 	depth, err := s.queue.Depth(ctx)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/store"
 )
 
 // The service's organiser and admin operations: the rules of who may do
@@ -29,7 +30,7 @@ func (s *Service) Users(ctx context.Context) ([]api.User, error) {
 }
 
 // AddUser creates an account; only an admin creates organisers and admins.
-func (s *Service) AddUser(ctx context.Context, me *User, req api.AddUserRequest) (api.Credentials, error) {
+func (s *Service) AddUser(ctx context.Context, me *store.User, req api.AddUserRequest) (api.Credentials, error) {
 	if req.Role == "" {
 		req.Role = string(api.RoleContestant)
 	}
@@ -60,7 +61,7 @@ func (s *Service) SetBanned(ctx context.Context, name string, banned bool) (api.
 }
 
 // IssueToken gives a user a new token; only an admin does so for staff.
-func (s *Service) IssueToken(ctx context.Context, me *User, name string, revokeOthers bool) (api.Credentials, error) {
+func (s *Service) IssueToken(ctx context.Context, me *store.User, name string, revokeOthers bool) (api.Credentials, error) {
 	target, err := s.store.User(ctx, name)
 	if err != nil {
 		return api.Credentials{}, err
@@ -76,7 +77,7 @@ func (s *Service) IssueToken(ctx context.Context, me *User, name string, revokeO
 }
 
 // CreateInvite makes an invite code; only an admin invites organisers.
-func (s *Service) CreateInvite(ctx context.Context, me *User, inv api.Invite) (api.InviteCode, error) {
+func (s *Service) CreateInvite(ctx context.Context, me *store.User, inv api.Invite) (api.InviteCode, error) {
 	if inv.Role == api.RoleOrganiser && me.Role != api.RoleAdmin {
 		return api.InviteCode{}, api.Errorf(api.CodeForbidden, "only an admin can invite organisers")
 	}
@@ -90,7 +91,7 @@ func (s *Service) CreateInvite(ctx context.Context, me *User, inv api.Invite) (a
 // LoadProblems unpacks an uploaded problem set under the data directory
 // and loads it: file names a competition file inside it, or is empty for
 // one problem directory (named name). A set that does not load is removed.
-func (s *Service) LoadProblems(ctx context.Context, me *User, archive io.Reader, file, name string) ([]api.LoadedProblem, error) {
+func (s *Service) LoadProblems(ctx context.Context, me *store.User, archive io.Reader, file, name string) ([]api.LoadedProblem, error) {
 	parent := filepath.Join(s.cfg.DataDir, "problems", "uploads")
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, err
@@ -167,7 +168,7 @@ func (s *Service) DeleteSubmission(ctx context.Context, id int64) error {
 }
 
 // wireSubmissions are submissions as the API shows them.
-func wireSubmissions(subs []*Submission) []api.Submission {
+func wireSubmissions(subs []*store.Submission) []api.Submission {
 	out := []api.Submission{}
 	for _, s := range subs {
 		out = append(out, s.Submission)

@@ -1,4 +1,4 @@
-package appliance
+package store
 
 import (
 	"context"

@@ -1,7 +1,8 @@
-package appliance
+package store
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,12 +18,23 @@ import (
 func newTestStore(t *testing.T) *Store {
 	t.Helper()
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
-	st, err := OpenStore(t.Context(), filepath.Join(t.TempDir(), "kernelbox.db"), func() time.Time { now = now.Add(time.Second); return now })
+	st, err := Open(t.Context(), filepath.Join(t.TempDir(), "kernelbox.db"), func() time.Time { now = now.Add(time.Second); return now })
 	if err != nil {
-		t.Fatalf("OpenStore: %v", err)
+		t.Fatalf("Open: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// testJobs are one queue job a run, under the run's key, as the service
+// makes them.
+func testJobs(subID int64, runs []api.Run) ([]queue.NewJob, error) {
+	var jobs []queue.NewJob
+	for _, r := range runs {
+		jobs = append(jobs, queue.NewJob{User: "ann", GPUType: r.GPUType, Key: fmt.Sprintf("run:%d", r.ID),
+			Payload: []byte(fmt.Sprintf(`{"run":%d,"submission":%d}`, r.ID, subID))})
+	}
+	return jobs, nil
 }
 
 // leaderboardAndUser puts leaderboard lb (cpu, geom) and contestant ann
@@ -137,19 +149,13 @@ func TestStore_SecretFailureHidesItsReason(t *testing.T) {
 	if sub.Passed || sub.Score != nil || sub.Status != api.StatusDone || strings.Contains(sub.Reason, "secret case") {
 		t.Errorf("submission failing its secret run = %+v; want done, not passed, no score, the secret case not named", sub)
 	}
-	redact(sub, u)
-	for _, r := range sub.Runs {
-		if r.Secret && (strings.Contains(r.Reason, "secret case") || r.Report != nil) {
-			t.Errorf("the contestant's view of the secret run shows %q / %s", r.Reason, r.Report)
-		}
-	}
 }
 
 func TestStore_TokensAreHashed(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "kernelbox.db")
-	st, err := OpenStore(t.Context(), path, nil)
+	st, err := Open(t.Context(), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +193,7 @@ func TestStore_CancelSettles(t *testing.T) {
 	ctx := context.Background()
 	lb, u := leaderboardAndUser(t, st)
 	sub, err := st.CreateSubmission(ctx, NewSubmission{Leaderboard: lb, User: u, FileName: "s.py", Code: []byte("x\n"),
-		GPUType: "cpu", Mode: "leaderboard", Category: api.CategoryRanked, Secret: true, Jobs: runJobs("ann", api.CategoryRanked, 1)})
+		GPUType: "cpu", Mode: "leaderboard", Category: api.CategoryRanked, Secret: true, Jobs: testJobs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,15 +226,15 @@ func TestStore_SubmissionAndJobsTogether(t *testing.T) {
 	ctx := t.Context()
 	lb, u := leaderboardAndUser(t, st)
 	ns := NewSubmission{Leaderboard: lb, User: u, FileName: "s.py", Code: []byte("x\n"), GPUType: "cpu", Mode: "leaderboard",
-		Category: api.CategoryRanked, Secret: true, Jobs: runJobs("ann", api.CategoryRanked, 1)}
+		Category: api.CategoryRanked, Secret: true, Jobs: testJobs}
 	sub, err := st.CreateSubmission(ctx, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range sub.Runs {
 		j, err := st.Queue().Get(ctx, r.JobID)
-		if err != nil || j.Key != runKey(r.ID) || j.State != queue.Queued {
-			t.Errorf("job %d of run %d = %+v, %v; want queued under %s", r.JobID, r.ID, j, err, runKey(r.ID))
+		if err != nil || j.Key != fmt.Sprintf("run:%d", r.ID) || j.State != queue.Queued {
+			t.Errorf("job %d of run %d = %+v, %v; want queued under run:%d", r.JobID, r.ID, j, err, r.ID)
 		}
 	}
 	ns.Code = []byte("y\n")

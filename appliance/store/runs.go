@@ -1,4 +1,4 @@
-package appliance
+package store
 
 import (
 	"context"
@@ -138,7 +138,7 @@ func settle(ctx context.Context, tx *txn, now time.Time, subID int64) error {
 		switch r.Status {
 		case api.StatusCancelled:
 			status = api.StatusCancelled
-		case runError:
+		case RunError:
 			if status != api.StatusCancelled {
 				status = api.StatusFailed
 			}

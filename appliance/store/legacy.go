@@ -1,4 +1,4 @@
-package appliance
+package store
 
 import (
 	"context"
@@ -12,17 +12,13 @@ import (
 	"kernelbox/queue"
 )
 
-// A data directory of the two-file era keeps the jobs in queue.db beside
-// kernelbox.db. mergeQueueFile moves them into kernelbox.db, once, with
+// MergeQueueFile merges the queue's file of a data directory of the
+// two-file era, which kept the jobs in queue.db beside kernelbox.db. It moves them into kernelbox.db, once, with
 // nothing lost: the old file is first brought to this binary's queue
 // schema, its rows are copied in one transaction that also records the
 // merge, and it is then kept as queue.db.merged. A crash between the
 // commit and the rename is harmless: the record says the copy is done.
-
-// mergedMarker is the component row that records the merge.
-const mergedMarker = "queue.db merged"
-
-func mergeQueueFile(ctx context.Context, st *Store, path string, log *slog.Logger) error {
+func MergeQueueFile(ctx context.Context, st *Store, path string, log *slog.Logger) error {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil
 	} else if err != nil {
@@ -56,6 +52,9 @@ func mergeQueueFile(ctx context.Context, st *Store, path string, log *slog.Logge
 	}
 	return nil
 }
+
+// mergedMarker is the component row that records the merge.
+const mergedMarker = "queue.db merged"
 
 // copyQueueFile copies the queue's tables of the file at path into db's,
 // which must hold no jobs yet, and records the merge, in one transaction.

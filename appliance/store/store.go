@@ -1,4 +1,4 @@
-package appliance
+package store
 
 import (
 	"context"
@@ -40,9 +40,9 @@ type Store struct {
 // file beside the queue's.
 var storeMigrations = queue.Migrations{Component: "appliance", FS: migrations, Dir: "migrations", Legacy: "users"}
 
-// OpenStore opens (creating if needed) kernelbox's database at path: the
+// Open opens (creating if needed) kernelbox's database at path: the
 // queue's tables and the appliance's, each brought to this binary's schema.
-func OpenStore(ctx context.Context, path string, now func() time.Time) (*Store, error) {
+func Open(ctx context.Context, path string, now func() time.Time) (*Store, error) {
 	db, err := queue.OpenDB(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
@@ -480,6 +480,21 @@ type watch struct {
 // an event, and a func to call once the caller stops waiting on it.
 // Watchers of one submission share the channel; a commit wakes only the
 // watchers of the submissions it touched, so a thousand long-polls cost
+// Watchers counts the submissions someone is long-polling now.
+func (s *Store) Watchers() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.watched)
+}
+
+// Watching reports whether someone is long-polling the submission.
+func (s *Store) Watching(subID int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.watched[subID]
+	return ok
+}
+
 // nothing while their submissions wait, and none is left behind.
 func (s *Store) Changed(subID int64) (<-chan struct{}, func()) {
 	s.mu.Lock()

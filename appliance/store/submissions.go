@@ -1,4 +1,4 @@
-package appliance
+package store
 
 import (
 	"context"
@@ -16,8 +16,9 @@ import (
 	"kernelbox/queue"
 )
 
-// runError is the status of a run the box could not carry out.
-const runError = "error"
+// RunError is the status of a run the box could not carry out (after its
+// attempts); the submission then ends failed.
+const RunError = "error"
 
 // Submission is one uploaded file and what became of it: the API's view
 // plus the keys the store joins on.
@@ -35,7 +36,7 @@ type RunRecord struct {
 
 func (r *RunRecord) final() bool {
 	switch r.Status {
-	case api.StatusDone, api.StatusFailed, api.StatusCancelled, runError:
+	case api.StatusDone, api.StatusFailed, api.StatusCancelled, RunError:
 		return true
 	}
 	return false
