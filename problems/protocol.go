@@ -156,79 +156,91 @@ func (res *Result) set(tests map[int]*TestResult, benches map[int]*BenchmarkResu
 	}
 	kind, rest, _ := strings.Cut(key, ".")
 	idxText, field, ok := strings.Cut(rest, ".")
-	if (kind == "test" || kind == "benchmark") && ok {
-		idx, err := strconv.Atoi(idxText)
-		if err != nil || idx < 0 || idx >= maxResultIndex {
-			return fmt.Errorf("key %q: index must be 0..%d", key, maxResultIndex-1)
-		}
-		if kind == "test" {
-			t := tests[idx]
-			if t == nil {
-				t = &TestResult{Index: idx}
-				tests[idx] = t
-			}
-			switch field {
-			case "spec":
-				t.Spec = value
-			case "status":
-				t.Status = value
-			case "error":
-				t.Error = unescape(value)
-			case "message":
-				t.Message = unescape(value)
-			default:
-				res.extra(key, value)
-			}
-			return nil
-		}
-		b := benches[idx]
-		if b == nil {
-			b = &BenchmarkResult{Index: idx}
-			benches[idx] = b
-		}
-		var dst *float64
-		switch field {
-		case "spec":
-			b.Spec = value
-		case "status":
-			b.Status = value
-		case "error":
-			b.Error = unescape(value)
-		case "report":
-			b.Report = value
-		case "runs", "tails":
-			n, err := strconv.Atoi(value)
-			if err != nil || n < 0 {
-				return fmt.Errorf("key %q: %s must be a count, got %q", key, field, truncate(value, 40))
-			}
-			if field == "runs" {
-				b.Runs = n
-			} else {
-				b.Tails = n
-			}
-		case "mean":
-			dst = &b.Mean
-		case "std":
-			dst = &b.Std
-		case "err":
-			dst = &b.Err
-		case "best":
-			dst = &b.Best
-		case "worst":
-			dst = &b.Worst
-		default:
-			res.extra(key, value)
-		}
-		if dst != nil {
-			f, err := strconv.ParseFloat(value, 64)
-			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
-				return fmt.Errorf("key %q: must be a finite non-negative number of ns, got %q", key, truncate(value, 40))
-			}
-			*dst = f
-		}
+	if (kind != "test" && kind != "benchmark") || !ok {
+		res.extra(key, value)
 		return nil
 	}
-	res.extra(key, value)
+	idx, err := strconv.Atoi(idxText)
+	if err != nil || idx < 0 || idx >= maxResultIndex {
+		return fmt.Errorf("key %q: index must be 0..%d", key, maxResultIndex-1)
+	}
+	if kind == "test" {
+		t := tests[idx]
+		if t == nil {
+			t = &TestResult{Index: idx}
+			tests[idx] = t
+		}
+		res.setTest(t, key, field, value)
+		return nil
+	}
+	b := benches[idx]
+	if b == nil {
+		b = &BenchmarkResult{Index: idx}
+		benches[idx] = b
+	}
+	return res.setBenchmark(b, key, field, value)
+}
+
+// setTest sets one field of a test's result (test.N.FIELD).
+func (res *Result) setTest(t *TestResult, key, field, value string) {
+	switch field {
+	case "spec":
+		t.Spec = value
+	case "status":
+		t.Status = value
+	case "error":
+		t.Error = unescape(value)
+	case "message":
+		t.Message = unescape(value)
+	default:
+		res.extra(key, value)
+	}
+}
+
+// setBenchmark sets one field of a benchmark's result
+// (benchmark.N.FIELD): counts are non-negative integers, times finite
+// non-negative ns.
+func (res *Result) setBenchmark(b *BenchmarkResult, key, field, value string) error {
+	var dst *float64
+	switch field {
+	case "spec":
+		b.Spec = value
+	case "status":
+		b.Status = value
+	case "error":
+		b.Error = unescape(value)
+	case "report":
+		b.Report = value
+	case "runs", "tails":
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 0 {
+			return fmt.Errorf("key %q: %s must be a count, got %q", key, field, truncate(value, 40))
+		}
+		if field == "runs" {
+			b.Runs = n
+		} else {
+			b.Tails = n
+		}
+	case "mean":
+		dst = &b.Mean
+	case "std":
+		dst = &b.Std
+	case "err":
+		dst = &b.Err
+	case "best":
+		dst = &b.Best
+	case "worst":
+		dst = &b.Worst
+	default:
+		res.extra(key, value)
+	}
+	if dst != nil {
+		f, err := strconv.ParseFloat(value, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+			return fmt.Errorf("key %q: must be a finite non-negative number of ns, got %q", key, truncate(value, 40))
+		}
+		*dst = f
+	}
 	return nil
 }
 
