@@ -94,6 +94,13 @@ func TestConfig_TypedValues(t *testing.T) {
 		c := DefaultConfig()
 		return c, c.LoadConfigFile(p)
 	}
+	if c, err := load("budget: {memory: 1073741824}\nmeasurement: {clocks: {H200: 1500}}\n"); err != nil ||
+		c.Budget.Memory != 1<<30 || c.Measurement.Clocks["H200"] != (ClockSetting{Lo: 1500, Hi: 1500}) {
+		t.Errorf("plain numbers = budget %d, clocks %+v, %v; want 1G and 1500 MHz", c.Budget.Memory, c.Measurement.Clocks, err)
+	}
+	if c, err := load("budget: {memory: \"\", cpus: 0, pids: 0}\n"); err != nil || c.Budget.Memory != 0 {
+		t.Errorf("budget.memory \"\" (the old default) = %d, %v; want 0, no limit", c.Budget.Memory, err)
+	}
 	c, err := load("budget: {memory: 48G}\nprofiler: {max_report: 64M}\n" +
 		"measurement: {memory_slack: 1G, clocks: {H200: 1400-1600, H100: \"1500\", MI300X: standard}}\n")
 	if err != nil {

@@ -55,8 +55,13 @@ func (b ByteSize) String() string {
 	return strconv.FormatInt(n, 10)
 }
 
-// UnmarshalText reads a size from a config file.
+// UnmarshalText reads a size from a config file, where an empty value
+// is 0 (the configs of before sizes were typed wrote "" for none).
 func (b *ByteSize) UnmarshalText(text []byte) error {
+	if strings.TrimSpace(string(text)) == "" {
+		*b = 0
+		return nil
+	}
 	v, err := ParseByteSize(string(text))
 	if err != nil {
 		return err

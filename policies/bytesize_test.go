@@ -44,6 +44,10 @@ func TestByteSize_RoundTrip(t *testing.T) {
 			t.Errorf("UnmarshalText(%q) = %d, %v; want %d", b.String(), got, err, b)
 		}
 	}
+	var empty ByteSize = 7
+	if err := empty.UnmarshalText([]byte("")); err != nil || empty != 0 {
+		t.Errorf(`UnmarshalText("") = %d, %v; want 0 (none), as configs wrote it`, empty, err)
+	}
 	if got := ByteSize(1536 << 20).String(); got != "1536M" {
 		t.Errorf("ByteSize(1536M).String() = %q, want 1536M", got)
 	}
