@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"kernelbox/appliance/api"
 	"kernelbox/appliance/store"
 	"kernelbox/internal/testutil"
@@ -425,4 +427,29 @@ func TestDaemon_InfrastructureRetries(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDaemon_StopLeavesNoGoroutines: a daemon that served a submission
+// and stopped leaves none of its goroutines behind (the listeners, the
+// dispatchers and reaper, the heartbeat, the long-poll, the sandbox's
+// pipe copies). Not parallel: goleak compares against this test's start.
+func TestDaemon_StopLeavesNoGoroutines(t *testing.T) {
+	requireRootSandbox(t)
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, before) }) // first registered, so it runs last
+	td := startDaemon(t, t.TempDir(), nil)
+	td.loadQuick()
+	code, err := os.ReadFile(quickSolution("correct/double.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := td.admin.Submit(t.Context(), api.SubmitRequest{Leaderboard: "quick", GPU: "cpu", Mode: "test", Code: code})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := td.admin.Wait(t.Context(), sub.ID, nil); err != nil || !v.Passed {
+		t.Fatalf("submission = %+v, %v; want passed", v, err)
+	}
+	td.stop()
+	td.admin.Close()
 }

@@ -50,6 +50,10 @@ func NewClient(server, token string) (*Client, error) {
 	return c, nil
 }
 
+// Close drops the client's idle connections: a long-lived process that is
+// done with a server (a test, a script) leaves no keep-alive behind.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
 // do sends one request and decodes the JSON answer into out (when not
 // nil). Error answers come back as *Error with the server's code.
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, body io.Reader, ctype string, out any) error {
