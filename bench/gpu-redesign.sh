@@ -2,6 +2,8 @@
 # The GPU check of the appliance redesign (issue 16), in one call of the
 # device tool. Needs bin/kernelbox and bin/appliance.test built here with
 # -tags seccomp (see docs/gpu-runs.md). Writes logs to $OUT (or ./gpu-out).
+# MODES (default "test benchmark leaderboard") are the daemon's submit
+# modes to time; MULTIGPU=1 also runs TestDaemon_MultiGPU on its own.
 set -u
 out=${OUT:-gpu-out}; mkdir -p "$out"
 kb=$PWD/bin/kernelbox
@@ -18,8 +20,14 @@ $kb doctor
 
 step "appliance.test: the daemon's end-to-end tests on this host"
 (cd appliance && timeout 300 ../bin/appliance.test -test.timeout 5m -test.v \
-  -test.run 'TestDaemon_SubmitThroughCLI|TestDaemon_Refusals|TestDaemon_FakeGPU|TestDaemon_MultiGPU|TestDaemon_Merges|TestAPI_WritesOnlyTheContract|TestSandbox_HostileSubmissions|TestDaemon_KillAndRestart|TestStore' 2>&1 \
+  -test.run 'TestDaemon_SubmitThroughCLI|TestDaemon_Refusals|TestDaemon_FakeGPU|TestDaemon_Merges|TestAPI_WritesOnlyTheContract|TestSandbox_HostileSubmissions|TestDaemon_KillAndRestart|TestRunner|TestRedact|TestDaemon_StopLeavesNoGoroutines' 2>&1 \
   | grep -E '^(--- |ok|FAIL|PASS)|_test.go:[0-9]+: [^t]' | grep -v 'daemon_test.go:53:' | head -60)
+
+if [ "${MULTIGPU:-0}" = 1 ]; then
+  step "appliance.test: TestDaemon_MultiGPU alone"
+  (cd appliance && time timeout 240 ../bin/appliance.test -test.timeout 4m -test.v -test.run 'TestDaemon_MultiGPU$' 2>&1 \
+    | grep -E '^(--- |ok|FAIL|PASS|panic)|_test.go:[0-9]+: [^t]' | grep -v 'daemon_test.go:53:' | head -30)
+fi
 
 step "the daemon on the H200: one database file, typed gpus, a Triton submission in each mode"
 data=$(mktemp -d); export KERNELBOX_CLIENT_CONFIG=$data/client.json
@@ -40,7 +48,7 @@ print("slot", d["slots"][0]["id"], "type", d["slots"][0]["gpu"], "gpu_info keys:
 print("internal fields on the wire:", [k for k in ("nodes", "proc_dir", "visible_env", "profiling_nodes") if k in g] or "none")
 PY
 tmpl=problems/library/vectoradd/templates/triton.py
-for mode in test benchmark leaderboard; do
+for mode in ${MODES:-test benchmark leaderboard}; do
   begin=$(date +%s.%N)
   $kb submit $tmpl -l vectoradd -g H200 -m $mode > "$data/$mode.txt" 2>&1; code=$?
   end=$(date +%s.%N)
