@@ -365,10 +365,11 @@ func (a *API) cancel(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) gpus(w http.ResponseWriter, r *http.Request) error {
-	if a.svc.gpus == nil {
-		return api.Errorf(api.CodeUnavailable, "the runner has not started")
+	st, err := a.svc.GPUs()
+	if err != nil {
+		return err
 	}
-	return writeJSON(w, http.StatusOK, a.svc.gpus())
+	return writeJSON(w, http.StatusOK, st)
 }
 
 func (a *API) queueStatus(w http.ResponseWriter, r *http.Request) error {

@@ -146,21 +146,17 @@ func (a *API) adminDrain(w http.ResponseWriter, r *http.Request) error {
 	if req.Reason == "" {
 		req.Reason = "drained by " + userOf(r).Name
 	}
-	if a.svc.drain == nil {
-		return api.Errorf(api.CodeUnavailable, "the runner has not started")
-	}
-	if err := a.svc.drain(r.PathValue("id"), req.Reason); err != nil {
+	st, err := a.svc.Drain(r.PathValue("id"), req.Reason)
+	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, a.svc.gpus())
+	return writeJSON(w, http.StatusOK, st)
 }
 
 func (a *API) adminUndrain(w http.ResponseWriter, r *http.Request) error {
-	if a.svc.undrain == nil {
-		return api.Errorf(api.CodeUnavailable, "the runner has not started")
-	}
-	if err := a.svc.undrain(r.PathValue("id")); err != nil {
+	st, err := a.svc.Undrain(r.PathValue("id"))
+	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, a.svc.gpus())
+	return writeJSON(w, http.StatusOK, st)
 }

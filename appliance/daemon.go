@@ -149,11 +149,8 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err := d.runner.Start(ctx); err != nil {
 		return err
 	}
-	d.svc.drain, d.svc.undrain = d.runner.drain, d.runner.undrain
-	d.svc.gpus = func() api.GPUsStatus {
-		return api.GPUsStatus{Vendor: string(d.inventory.Vendor), Driver: d.inventory.Driver, Notes: d.inventory.Notes,
-			Profiler: profilerNote, Slots: d.runner.states()}
-	}
+	d.svc.attach(board{r: d.runner, inv: api.GPUsStatus{Vendor: string(d.inventory.Vendor), Driver: d.inventory.Driver,
+		Notes: d.inventory.Notes, Profiler: profilerNote}})
 	d.api = newAPI(d.svc, d.log.With("component", "api"))
 	return d.listen()
 }

@@ -63,6 +63,24 @@ func allowedCPUs() []int {
 	return ids
 }
 
+// board is the running runner's slots as the service sees them: the
+// box's inventory with each slot's state, and drains.
+type board struct {
+	r   *runner
+	inv api.GPUsStatus // without Slots
+}
+
+func (b board) Status() api.GPUsStatus {
+	st := b.inv
+	st.Slots = b.r.states()
+	return st
+}
+
+func (b board) Drain(id, why string) error { return b.r.drain(id, why) }
+func (b board) Undrain(id string) error    { return b.r.undrain(id) }
+
+var _ slotBoard = board{}
+
 // runnerConfig is the runner's part of the daemon's configuration.
 type runnerConfig struct {
 	Boot                             string // this daemon's boot id: leases of other boots are orphans

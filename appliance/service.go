@@ -76,11 +76,8 @@ type Service struct {
 	// draining is set at shutdown: submissions are refused from then on.
 	draining atomic.Bool
 
-	// gpus reports the inventory and the slots' states for GET /api/gpus.
-	gpus func() api.GPUsStatus
-	// drain and undrain act on a slot; the daemon wires them to the runner.
-	drain   func(id, why string) error
-	undrain func(id string) error
+	// board is the runner's slots, once it runs (GET /api/gpus, drains).
+	board slotBoard
 
 	mu    sync.Mutex
 	slots map[string]int // GPU type -> slots the runner serves
@@ -105,6 +102,63 @@ func (s *Service) task(lb *store.Leaderboard) (*problems.Task, error) {
 	}
 	s.tasks[lb.ProblemDir] = t
 	return t, nil
+}
+
+// slotBoard is what the service asks of the runner's slots.
+type slotBoard interface {
+	Status() api.GPUsStatus
+	Drain(id, why string) error
+	Undrain(id string) error
+}
+
+// attach hands the service the running runner's slots.
+func (s *Service) attach(b slotBoard) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.board = b
+}
+
+// slotsNow is the runner's slots, or an error while it has not started.
+func (s *Service) slotsNow() (slotBoard, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.board == nil {
+		return nil, api.Errorf(api.CodeUnavailable, "the runner has not started")
+	}
+	return s.board, nil
+}
+
+// GPUs is the inventory and what each slot is doing.
+func (s *Service) GPUs() (api.GPUsStatus, error) {
+	b, err := s.slotsNow()
+	if err != nil {
+		return api.GPUsStatus{}, err
+	}
+	return b.Status(), nil
+}
+
+// Drain stops a slot from taking jobs, saying why; it answers the slots.
+func (s *Service) Drain(id, why string) (api.GPUsStatus, error) {
+	b, err := s.slotsNow()
+	if err != nil {
+		return api.GPUsStatus{}, err
+	}
+	if err := b.Drain(id, why); err != nil {
+		return api.GPUsStatus{}, err
+	}
+	return b.Status(), nil
+}
+
+// Undrain lets a drained slot take jobs again; it answers the slots.
+func (s *Service) Undrain(id string) (api.GPUsStatus, error) {
+	b, err := s.slotsNow()
+	if err != nil {
+		return api.GPUsStatus{}, err
+	}
+	if err := b.Undrain(id); err != nil {
+		return api.GPUsStatus{}, err
+	}
+	return b.Status(), nil
 }
 
 // offer records the slots the box serves, by GPU type: what submissions
