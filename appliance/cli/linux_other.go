@@ -18,12 +18,14 @@ import (
 // there, so that `kernelbox help` reads the same everywhere, and say why
 // they do not run.
 
-func serveCommand() *cli.Command { return linuxOnly("serve", "run the daemon (Linux only)") }
+func serveCommand() *cli.Command {
+	return linuxOnly("serve", "run the daemon (the box's build only: Linux with cgo)")
+}
 func sandboxCommand() *cli.Command {
-	return linuxOnly("sandbox", "run commands in the sandbox (Linux only)")
+	return linuxOnly("sandbox", "run commands in the sandbox (the box's build only: Linux with cgo)")
 }
 func doctorCommand() *cli.Command {
-	return linuxOnly("doctor", "check that this host can run kernelbox (Linux only)")
+	return linuxOnly("doctor", "check that this host can run kernelbox (the box's build only: Linux with cgo)")
 }
 
 func linuxOnly(name, usage string) *cli.Command {
