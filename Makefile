@@ -12,7 +12,7 @@ export GOFLAGS := -tags=seccomp
 # deprecated; the warnings say nothing about our code.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: help setup build cross demo test test/race test/short lint tidy
+.PHONY: help setup build cross demo test test/race test/short bench lint tidy
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -46,6 +46,10 @@ test/race: setup ## the tests under the race detector
 	$(GO) test -race -count=1 -timeout 60m ./...
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+bench: setup ## the benchmarks that compare against a baseline run beside them (as root: the daemon's need the sandbox)
+	$(GO) test -run XXX -bench 'EndToEnd|Daemon_|Overhead' -benchtime 3x ./appliance ./sandbox
+	$(GO) test -run XXX -bench . ./queue
 
 lint: ## gofmt, go vet and staticcheck (fetched from the module proxy on first use)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

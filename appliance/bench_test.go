@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"kernelbox/appliance/api"
+	"kernelbox/internal/testutil"
+	"kernelbox/problems"
 )
 
 // benchDaemon starts a daemon for a benchmark: the quick problem, users
@@ -111,5 +113,64 @@ func BenchmarkDaemon_IdleGap(b *testing.B) {
 	b.ReportMetric(sum/float64(len(gaps)), "gap-mean-ms")
 	b.ReportMetric(gaps[len(gaps)/2], "gap-p50-ms")
 	b.ReportMetric(gaps[len(gaps)-1], "gap-max-ms")
+	td.stop()
+}
+
+// BenchmarkEndToEnd measures what the box adds to a run on the CPU
+// backend: the bundled vectoradd's correct solution through the daemon
+// (submit, queue, sandbox, harness, store, long-poll to the result)
+// against the bare harness on the same host (problems.Evaluate with the
+// plain process launcher), alternated in one run, in test and leaderboard
+// mode. It reports each mean and their ratio; issue 17's target for test
+// mode is a ratio of at most 1.3. In leaderboard mode the daemon also runs
+// the secret-seed twin, which the bare harness does not.
+func BenchmarkEndToEnd(b *testing.B) {
+	td := startDaemon(b, b.TempDir(), func(c *Config) {
+		c.CPUSlots = 1
+		c.MaxQueuedPerUser = 100000
+		c.RateLimits = map[string]int{}
+	})
+	if _, errOut, code := td.cli(td.token, "admin", "problems", "load", lib(problems.LibraryCompetition)); code != 0 {
+		b.Fatalf("load the library: exit %d: %s", code, errOut)
+	}
+	task, err := problems.LoadTask(lib("vectoradd"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	code, err := os.ReadFile(lib("vectoradd", "solutions", "correct", "chunked_add.py"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	it := testutil.RequireTorch(b)
+	for _, mode := range []problems.Mode{problems.ModeTest, problems.ModeLeaderboard} {
+		b.Run(string(mode), func(b *testing.B) {
+			ctx := b.Context()
+			var bare, daemon time.Duration
+			for range b.N {
+				begin := time.Now()
+				rep, err := problems.Evaluate(ctx, problems.ExecLauncher{}, task, problems.EvalOptions{Mode: mode,
+					Python: it.Path, Device: it.Device, Env: os.Environ(), WorkDir: b.TempDir(), Submission: code})
+				if err != nil || !rep.Passed {
+					b.Fatalf("bare harness: %+v, %v", rep, err)
+				}
+				bare += time.Since(begin)
+
+				begin = time.Now()
+				sub, err := td.admin.Submit(ctx, api.SubmitRequest{Leaderboard: "vectoradd", GPU: "cpu", Mode: string(mode), Code: code})
+				if err != nil {
+					b.Fatal(err)
+				}
+				v, err := td.admin.Wait(ctx, sub.ID, nil)
+				if err != nil || !v.Passed {
+					b.Fatalf("through the daemon: %+v, %v", v, err)
+				}
+				daemon += time.Since(begin)
+			}
+			n := float64(b.N)
+			b.ReportMetric(bare.Seconds()/n, "bare-s/op")
+			b.ReportMetric(daemon.Seconds()/n, "daemon-s/op")
+			b.ReportMetric(daemon.Seconds()/bare.Seconds(), "x-vs-bare")
+		})
+	}
 	td.stop()
 }
