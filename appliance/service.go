@@ -521,7 +521,12 @@ func (s *Service) Cancel(ctx context.Context, u *store.User, id int64) (*store.S
 			return nil, err
 		}
 	}
-	return s.store.Submission(ctx, id)
+	sub, err = s.store.Submission(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	redact(sub, u) // a secret twin that ended first must not show its cases
+	return sub, nil
 }
 
 // visibleSubmission returns the submission if u may see it: its owner or staff.
