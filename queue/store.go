@@ -19,9 +19,10 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// queueMigrations are the job tables': tracked as the "queue" component of
-// the database they live in, beside the caller's own tables.
-var queueMigrations = Migrations{Component: "queue", FS: migrations, Dir: "migrations", Legacy: "jobs"}
+// JobTables are the queue's migrations: tracked as the "queue" component
+// of the database they live in, beside the caller's own tables. A caller
+// sharing the file migrates them with its own in one Migrate.
+var JobTables = Migrations{Component: "queue", FS: migrations, Dir: "migrations", Legacy: "jobs"}
 
 // Store is the queue: its tables in a SQLite database that the caller may
 // share, so that the caller's rows and its jobs change in one transaction
@@ -42,7 +43,7 @@ type Options struct {
 // older than this binary's, and returns the queue over them. Closing db is
 // the caller's.
 func New(ctx context.Context, db *sql.DB, opt Options) (*Store, error) {
-	if err := Migrate(ctx, db, queueMigrations); err != nil {
+	if err := Migrate(ctx, db, JobTables); err != nil {
 		return nil, fmt.Errorf("open queue: %w", err)
 	}
 	s := &Store{db: db, now: opt.Now}
@@ -118,12 +119,39 @@ type Migrations struct {
 	Legacy string
 }
 
-// Migrate applies the migrations db has not seen yet.
-func Migrate(ctx context.Context, db *sql.DB, m Migrations) error {
-	have, err := schemaVersion(ctx, db, m)
-	if err != nil {
-		return err
+// Migrate applies the migrations db has not seen yet, for each component
+// sharing the file. Every component's version is read (and, for a file of
+// the one-component era, adopted from its user_version) before any is
+// changed; then the file's user_version is set to say that versions are
+// kept per component.
+func Migrate(ctx context.Context, db *sql.DB, ms ...Migrations) error {
+	have := make([]int, len(ms))
+	for i, m := range ms {
+		v, err := schemaVersion(ctx, db, m)
+		if err != nil {
+			return err
+		}
+		have[i] = v
 	}
+	for i, m := range ms {
+		if err := migrateFrom(ctx, db, m, have[i]); err != nil {
+			return err
+		}
+	}
+	// Binaries of the one-component era read user_version as their own
+	// schema: one above anything they know makes them refuse this file
+	// instead of running on half of it.
+	if _, err := db.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", perComponentVersion)); err != nil {
+		return fmt.Errorf("schema: %w", err)
+	}
+	return nil
+}
+
+// perComponentVersion is the PRAGMA user_version of a file whose versions
+// are kept per component.
+const perComponentVersion = 1000
+
+func migrateFrom(ctx context.Context, db *sql.DB, m Migrations, have int) error {
 	names, err := fs.Glob(m.FS, m.Dir+"/*.sql")
 	if err != nil {
 		return err
@@ -200,7 +228,19 @@ func schemaVersion(ctx context.Context, db *sql.DB, m Migrations) (int, error) {
 	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 		return 0, fmt.Errorf("read schema version: %w", err)
 	}
-	return v, nil
+	if v >= perComponentVersion {
+		return 0, fmt.Errorf("%s schema: its tables are there but its version is not: the file is damaged", m.Component)
+	}
+	// Record it now: later the file's user_version means no component.
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	if err := SetSchemaVersion(ctx, tx, m.Component, v); err != nil {
+		return 0, err
+	}
+	return v, tx.Commit()
 }
 
 // SetSchemaVersion records, in tx, that component is at version v.

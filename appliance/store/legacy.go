@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"strings"
 
@@ -13,44 +15,89 @@ import (
 )
 
 // MergeQueueFile merges the queue's file of a data directory of the
-// two-file era, which kept the jobs in queue.db beside kernelbox.db. It moves them into kernelbox.db, once, with
-// nothing lost: the old file is first brought to this binary's queue
-// schema, its rows are copied in one transaction that also records the
-// merge, and it is then kept as queue.db.merged. A crash between the
-// commit and the rename is harmless: the record says the copy is done.
+// two-file era, which kept the jobs in queue.db beside kernelbox.db, with
+// nothing lost and the old file left as it was: a copy of it (with its
+// WAL) is brought to this binary's queue schema, the copy's rows are
+// copied in one transaction that also records the merge, and the old file
+// is then kept, untouched, as queue.db.merged (its WAL beside it), which
+// the binary that wrote it can still open. A crash between the commit
+// and the rename is harmless: the record says the copy is done. An old
+// file beside a store that already holds jobs is refused before anything
+// is changed.
 func MergeQueueFile(ctx context.Context, st *Store, path string, log *slog.Logger) error {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("merge %s: %w", path, err)
 	}
-	var done int
+	var done, have int
 	if err := st.db.QueryRowContext(ctx, `SELECT count(*) FROM schema_versions WHERE component = ?`, mergedMarker).Scan(&done); err != nil {
 		return fmt.Errorf("merge %s: %w", path, err)
 	}
 	if done == 0 {
-		old, err := queue.Open(ctx, path, queue.Options{}) // its schema up to date
-		if err != nil {
+		if err := st.db.QueryRowContext(ctx, `SELECT count(*) FROM jobs`).Scan(&have); err != nil {
 			return fmt.Errorf("merge %s: %w", path, err)
 		}
-		if err := old.Close(); err != nil {
-			return fmt.Errorf("merge %s: %w", path, err)
+		if have > 0 {
+			return fmt.Errorf("merge %s: kernelbox.db holds %d jobs already, and %s holds the old ones: move one of them away by hand", path, have, path)
 		}
-		n, err := copyQueueFile(ctx, st.db, path)
+		n, err := mergeCopy(ctx, st.db, path)
 		if err != nil {
 			return fmt.Errorf("merge %s into the store: %w", path, err)
 		}
-		log.Warn("merged the queue's old database file into kernelbox.db", "file", path, "jobs", n)
+		log.Warn("merged the queue's old database file into kernelbox.db", "file", path, "jobs", n, "kept", path+".merged")
 	}
-	for _, suffix := range []string{"-wal", "-shm"} {
-		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("merge %s: %w", path, err)
-		}
+	if err := os.Remove(path + "-shm"); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("merge %s: %w", path, err)
+	}
+	if err := os.Rename(path+"-wal", path+".merged-wal"); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("merge %s: %w", path, err)
 	}
 	if err := os.Rename(path, path+".merged"); err != nil {
 		return fmt.Errorf("merge %s: %w", path, err)
 	}
 	return nil
+}
+
+// mergeCopy copies the old file and its WAL, brings the copy to this
+// binary's queue schema and merges its rows; the copy is removed after.
+func mergeCopy(ctx context.Context, db *sql.DB, path string) (int, error) {
+	tmp := path + ".merging"
+	defer func() {
+		for _, f := range []string{tmp, tmp + "-wal", tmp + "-shm"} {
+			os.Remove(f)
+		}
+	}()
+	for _, suffix := range []string{"", "-wal"} {
+		if err := copyFile(path+suffix, tmp+suffix); err != nil && !(suffix != "" && errors.Is(err, os.ErrNotExist)) {
+			return 0, err
+		}
+	}
+	old, err := queue.Open(ctx, tmp, queue.Options{})
+	if err != nil {
+		return 0, err
+	}
+	if err := old.Close(); err != nil {
+		return 0, err
+	}
+	return copyQueueFile(ctx, db, tmp)
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // mergedMarker is the component row that records the merge.
@@ -64,7 +111,9 @@ func copyQueueFile(ctx context.Context, db *sql.DB, path string) (int, error) {
 		return 0, err
 	}
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `ATTACH DATABASE ? AS legacy`, "file:"+path+"?mode=ro"); err != nil {
+	// A URI, escaped: a data directory may hold '?', '#' or '%'.
+	uri := (&url.URL{Scheme: "file", Path: path, RawQuery: "mode=ro"}).String()
+	if _, err := conn.ExecContext(ctx, `ATTACH DATABASE ? AS legacy`, uri); err != nil {
 		return 0, err
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), `DETACH DATABASE legacy`)

@@ -50,9 +50,12 @@ func Open(ctx context.Context, path string, now func() time.Time) (*Store, error
 	if now == nil {
 		now = time.Now
 	}
-	q, err := queue.New(ctx, db, queue.Options{Now: now})
+	// Both components at once: each reads its version before either
+	// changes the file.
+	err = queue.Migrate(ctx, db, queue.JobTables, storeMigrations)
+	var q *queue.Store
 	if err == nil {
-		err = queue.Migrate(ctx, db, storeMigrations)
+		q, err = queue.New(ctx, db, queue.Options{Now: now})
 	}
 	if err != nil {
 		db.Close()
