@@ -280,6 +280,9 @@ func (c *Config) Validate() error {
 	if m := c.Measurement; m.Wait < 0 || m.SampleEvery < 10*time.Millisecond {
 		bad("measurement", "wait must not be negative and sample_every at least 10ms")
 	}
+	if c.Measurement.MemorySlack < 0 {
+		bad("measurement.memory_slack", "must not be negative, got %s", c.Measurement.MemorySlack)
+	}
 	if p := c.Profiler; p.MaxKernels < 1 || p.MaxKernels > 1000 {
 		bad("profiler.max_kernels", "want 1 to 1000 kernels, got %d", p.MaxKernels)
 	}

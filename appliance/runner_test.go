@@ -27,6 +27,8 @@ type runnerBundle struct {
 	r    *runner
 	fake *sandboxtest.Runtime
 	user *store.User
+	// jobDone receives each time the runner is done with a job.
+	jobDone chan struct{}
 }
 
 func newRunnerBundle(t *testing.T, script ...sandboxtest.Step) *runnerBundle {
@@ -50,6 +52,8 @@ func newRunnerBundle(t *testing.T, script ...sandboxtest.Step) *runnerBundle {
 		cfg:   runnerConfig{Boot: "boot-test", LeaseTTL: cfg.LeaseTTL, AgePerSecond: cfg.AgePerSecond, Version: "test", ProfilesDir: dir},
 		slots: slots, launch: launch, python: &problems.Interpreter{Path: "/usr/bin/python3", Device: "cpu"},
 		workRoot: filepath.Join(dir, "work"), log: testLogger(t), idlePoll: 50 * time.Millisecond}
+	jobDone := make(chan struct{}, 16)
+	r.onJobDone = func() { jobDone <- struct{}{} }
 	svc.offer(slots)
 	quick, err := filepath.Abs(filepath.Join("testdata", "quick"))
 	if err != nil {
@@ -66,7 +70,7 @@ func newRunnerBundle(t *testing.T, script ...sandboxtest.Step) *runnerBundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Stop(time.Second) })
-	return &runnerBundle{t: t, st: st, svc: svc, r: r, fake: fake, user: u}
+	return &runnerBundle{t: t, st: st, svc: svc, r: r, fake: fake, user: u, jobDone: jobDone}
 }
 
 // submit sends the quick problem's correct solution in test mode and
@@ -169,5 +173,12 @@ func TestRunner_CancelStopsTheRun(t *testing.T) {
 	})
 	if got.Status != api.StatusCancelled {
 		t.Errorf("after cancel: %s (%s), want cancelled", got.Status, got.Reason)
+	}
+	// The held run (a minute) ends because its heartbeat finds the lease
+	// gone and stops it, well before the test's cleanup would.
+	select {
+	case <-b.jobDone:
+	case <-time.After(3 * b.r.cfg.LeaseTTL):
+		t.Fatalf("the cancelled run still holds its slot after %v", 3*b.r.cfg.LeaseTTL)
 	}
 }

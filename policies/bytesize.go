@@ -2,6 +2,7 @@ package policies
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -30,7 +31,7 @@ func ParseByteSize(s string) (ByteSize, error) {
 		}
 	}
 	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v < 0 || v*float64(mult) > float64(1<<62) {
+	if err != nil || math.IsNaN(v) || v < 0 || v*float64(mult) > float64(1<<62) {
 		return 0, fmt.Errorf("%q is not a size like 512M or 8G", s)
 	}
 	return ByteSize(v * float64(mult)), nil

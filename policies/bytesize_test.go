@@ -23,6 +23,9 @@ func TestParseByteSize(t *testing.T) {
 		{"-1M", 0, true},
 		{"lots", 0, true},
 		{"9999999T", 0, true},
+		{"nan", 0, true},
+		{"NaNM", 0, true},
+		{"inf", 0, true},
 	}
 	for _, tt := range tests {
 		got, err := ParseByteSize(tt.in)

@@ -25,8 +25,9 @@ type Step struct {
 	// run whose context ends first returns VerdictSandboxErr, as the real
 	// runtime does.
 	Hold time.Duration
-	// Started, when set, is closed as the run starts: a test waits on it
-	// to act while the run holds.
+	// Started, when set, is closed as the first run of this step starts:
+	// a test waits on it to act while the run holds. (The last step
+	// answers every later run; its channel is closed once.)
 	Started chan struct{}
 }
 
@@ -45,17 +46,22 @@ func (r *Runtime) Run(ctx context.Context, s sandbox.Spec) (*sandbox.Result, err
 	n := len(r.specs)
 	r.specs = append(r.specs, s)
 	var st Step
+	first := false
 	switch {
 	case len(r.Script) == 0:
 		st = Step{Result: sandbox.Result{Verdict: sandbox.VerdictOK}}
 	case n < len(r.Script):
-		st = r.Script[n]
+		st, first = r.Script[n], true
 	default:
 		st = r.Script[len(r.Script)-1]
+		first = n == len(r.Script)-1
 	}
 	r.mu.Unlock()
-	if st.Started != nil {
+	if st.Started != nil && first {
 		close(st.Started)
+	}
+	if err := ctx.Err(); err != nil { // as the real runtime, which never starts then
+		return &sandbox.Result{Verdict: sandbox.VerdictSandboxErr, Error: "run: " + err.Error()}, nil
 	}
 	if st.Err != nil {
 		return nil, st.Err

@@ -43,3 +43,21 @@ func TestRuntime_HoldEndsWithContext(t *testing.T) {
 		t.Errorf("Run cancelled while holding = %+v, %v; want a sandbox error", res, err)
 	}
 }
+
+// TestRuntime_LastStepRepeatsOnce: the step that answers every later run
+// closes its Started channel only at its first run.
+func TestRuntime_LastStepRepeatsOnce(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{})
+	rt := &Runtime{Script: []Step{{Result: sandbox.Result{Verdict: sandbox.VerdictOK}, Started: started}}}
+	for i := 0; i < 3; i++ {
+		if _, err := rt.Run(t.Context(), sandbox.Spec{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-started:
+	default:
+		t.Error("Started was not closed by the first run")
+	}
+}
