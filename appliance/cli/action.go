@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -99,6 +100,12 @@ func clientError(err error) error {
 	var ee *ExitError
 	if errors.As(err, &ee) {
 		return err
+	}
+	var ae *api.Error
+	if !errors.As(err, &ae) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		// Not the server's answer: this machine's own failure (writing
+		// the output, say), a usage-class error as before the helper.
+		return &ExitError{Code: api.ExitUsage, Err: err}
 	}
 	return &ExitError{Code: api.ExitStatus(api.ErrorCode(err)), Err: err}
 }
