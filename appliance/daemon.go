@@ -159,13 +159,8 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 // (one database), the service's task cache and reconciler, the launcher,
 // the GPU monitor.
 func (d *Daemon) newRunner(slots []Slot, launch launcherFunc, it *problems.Interpreter) *runner {
-	r := &runner{queue: d.queue, store: d.store, wake: d.svc.wake, tasks: d.svc.task, reconcile: d.svc.reconcile,
-		cfg: runnerConfig{Boot: d.svc.boot, LeaseTTL: d.cfg.LeaseTTL, MaxRunningPerUser: d.cfg.MaxRunningPerUser,
-			BackfillLimit: d.cfg.BackfillLimit, AgePerSecond: d.cfg.AgePerSecond, Version: d.cfg.Version,
-			ProfilesDir: profilesDir(d.cfg.DataDir)},
-		slots: slots, launch: launch, python: it, workRoot: filepath.Join(d.cfg.DataDir, "work"),
-		log: d.log.With("component", "runner"), measure: d.cfg.Measurement, driver: d.inventory.Driver,
-		profiler: d.profiler, maxReport: int64(d.cfg.Profiler.MaxReport)}
+	r := newRunner(d.cfg, d.svc, slots, launch, it, d.log.With("component", "runner"))
+	r.driver, r.profiler = d.inventory.Driver, d.profiler
 	if d.monitor != nil { // a nil *gpu.Monitor in the interface would not read as none
 		r.monitor = d.monitor
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	goruntime "runtime"
 	"strconv"
 	"strings"
@@ -80,6 +81,19 @@ func (b board) Drain(id, why string) error { return b.r.drain(id, why) }
 func (b board) Undrain(id string) error    { return b.r.undrain(id) }
 
 var _ slotBoard = board{}
+
+// newRunner builds a runner over the service's store and queue (one
+// database), its task loader, reconciler and wake-up, for the slots with
+// the launcher and interpreter given. The GPU monitor, the profiler and
+// the driver's name are the daemon's to add.
+func newRunner(cfg Config, svc *Service, slots []Slot, launch launcherFunc, it *problems.Interpreter, log *slog.Logger) *runner {
+	return &runner{queue: svc.queue, store: svc.store, wake: svc.wake, tasks: svc.task, reconcile: svc.reconcile,
+		cfg: runnerConfig{Boot: svc.boot, LeaseTTL: cfg.LeaseTTL, MaxRunningPerUser: cfg.MaxRunningPerUser,
+			BackfillLimit: cfg.BackfillLimit, AgePerSecond: cfg.AgePerSecond, Version: cfg.Version,
+			ProfilesDir: profilesDir(cfg.DataDir)},
+		slots: slots, launch: launch, python: it, workRoot: filepath.Join(cfg.DataDir, "work"), log: log,
+		measure: cfg.Measurement, maxReport: int64(cfg.Profiler.MaxReport)}
+}
 
 // runnerConfig is the runner's part of the daemon's configuration.
 type runnerConfig struct {

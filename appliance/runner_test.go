@@ -48,10 +48,8 @@ func newRunnerBundle(t *testing.T, script ...sandboxtest.Step) *runnerBundle {
 		return NewSandboxLauncher(fake, LauncherSpec{Limits: policies.ForMode(string(mode), 0)})
 	}
 	slots := cpuSlots(1, nil)
-	r := &runner{queue: st.Queue(), store: st, wake: svc.wake, tasks: svc.task, reconcile: svc.reconcile,
-		cfg:   runnerConfig{Boot: "boot-test", LeaseTTL: cfg.LeaseTTL, AgePerSecond: cfg.AgePerSecond, Version: "test", ProfilesDir: dir},
-		slots: slots, launch: launch, python: &problems.Interpreter{Path: "/usr/bin/python3", Device: "cpu"},
-		workRoot: filepath.Join(dir, "work"), log: testLogger(t), idlePoll: 50 * time.Millisecond}
+	r := newRunner(cfg, svc, slots, launch, &problems.Interpreter{Path: "/usr/bin/python3", Device: "cpu"}, testLogger(t))
+	r.idlePoll = 50 * time.Millisecond
 	jobDone := make(chan struct{}, 16)
 	r.onJobDone = func() { jobDone <- struct{}{} }
 	svc.offer(slots)

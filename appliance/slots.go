@@ -13,18 +13,18 @@ import (
 // Slot is one GPU, or one share of the CPU backend, that runs one job at a
 // time.
 type Slot struct {
-	ID      string `json:"id"`  // "cpu:0", or a GPU's UUID
-	GPUType string `json:"gpu"` // what leaderboards name: "cpu", "H200"
-	Device  string `json:"device"`
+	ID      string // "cpu:0", or a GPU's UUID
+	GPUType string // what leaderboards name: "cpu", "H200"
+	Device  string
 	// Cpuset pins the slot's runs to these CPUs ("0-7"); empty for all.
-	Cpuset string `json:"cpuset,omitempty"`
+	Cpuset string
 	// GPU is the slot's GPU; nil for a CPU slot.
-	GPU *gpu.GPU `json:"gpu_info,omitempty"`
+	GPU *gpu.GPU
 	// Mask are the other GPUs' /proc directories, hidden from its runs.
-	Mask []string `json:"-"`
+	Mask []string
 	// Clocks is the slot's clock profile, stored with every score:
 	// "locked 1500-1500 MHz", or "default" and why.
-	Clocks string `json:"clocks,omitempty"`
+	Clocks string
 }
 
 // gpuSlots makes one slot per GPU: its runs get its device nodes, the CPUs

@@ -307,8 +307,8 @@ func TestMigrate_Components(t *testing.T) {
 	if err := Migrate(ctx, db, JobTables, Migrations{Component: "notes", FS: other, Dir: "m", Legacy: "notes"}); err != nil {
 		t.Fatalf("Migrate(queue, notes) on a file of the notes era: %v", err)
 	}
-	if _, err := New(ctx, db, Options{}); err != nil {
-		t.Fatalf("New after the migration: %v", err)
+	if _, err := New(db, Options{}).Depth(ctx); err != nil {
+		t.Fatalf("the queue after the migration: %v", err)
 	}
 	got := map[string]int{}
 	rows, err := db.QueryContext(ctx, "SELECT component, version FROM schema_versions")

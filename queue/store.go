@@ -39,18 +39,15 @@ type Options struct {
 	Now func() time.Time
 }
 
-// New makes the queue's tables in db (OpenDB's) where they are missing or
-// older than this binary's, and returns the queue over them. Closing db is
-// the caller's.
-func New(ctx context.Context, db *sql.DB, opt Options) (*Store, error) {
-	if err := Migrate(ctx, db, JobTables); err != nil {
-		return nil, fmt.Errorf("open queue: %w", err)
-	}
+// New returns the queue over the job tables of db (OpenDB's), which the
+// caller has brought to this binary's schema with Migrate (JobTables
+// among its components). Closing db is the caller's.
+func New(db *sql.DB, opt Options) *Store {
 	s := &Store{db: db, now: opt.Now}
 	if s.now == nil {
 		s.now = time.Now
 	}
-	return s, nil
+	return s
 }
 
 // Open opens (creating if needed) a database file of the queue's own, for
@@ -60,11 +57,11 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := New(ctx, db, opt)
-	if err != nil {
+	if err := Migrate(ctx, db, JobTables); err != nil {
 		db.Close()
-		return nil, err
+		return nil, fmt.Errorf("open queue: %w", err)
 	}
+	s := New(db, opt)
 	s.own = true
 	return s, nil
 }

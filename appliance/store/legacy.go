@@ -5,12 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/url"
 	"os"
 	"strings"
 
+	"kernelbox/problems"
 	"kernelbox/queue"
 )
 
@@ -69,7 +69,7 @@ func mergeCopy(ctx context.Context, db *sql.DB, path string) (int, error) {
 		}
 	}()
 	for _, suffix := range []string{"", "-wal"} {
-		if err := copyFile(path+suffix, tmp+suffix); err != nil && !(suffix != "" && errors.Is(err, os.ErrNotExist)) {
+		if err := problems.CopyFileAtomic(path+suffix, tmp+suffix); err != nil && !(suffix != "" && errors.Is(err, os.ErrNotExist)) {
 			return 0, err
 		}
 	}
@@ -81,23 +81,6 @@ func mergeCopy(ctx context.Context, db *sql.DB, path string) (int, error) {
 		return 0, err
 	}
 	return copyQueueFile(ctx, db, tmp)
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 // mergedMarker is the component row that records the merge.

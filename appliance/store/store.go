@@ -52,16 +52,11 @@ func Open(ctx context.Context, path string, now func() time.Time) (*Store, error
 	}
 	// Both components at once: each reads its version before either
 	// changes the file.
-	err = queue.Migrate(ctx, db, queue.JobTables, storeMigrations)
-	var q *queue.Store
-	if err == nil {
-		q, err = queue.New(ctx, db, queue.Options{Now: now})
-	}
-	if err != nil {
+	if err := queue.Migrate(ctx, db, queue.JobTables, storeMigrations); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	return &Store{db: db, queue: q, now: now, watched: map[int64]*watch{}}, nil
+	return &Store{db: db, queue: queue.New(db, queue.Options{Now: now}), now: now, watched: map[int64]*watch{}}, nil
 }
 
 // Queue is the job queue whose tables share the store's file.
