@@ -1151,8 +1151,10 @@ func TestDaemon_Scanner(t *testing.T) {
 	if _, errOut, code := td.cli(td.token, "admin", "review", "clear", strconv.FormatInt(flagged.ID, 10)); code != 0 {
 		t.Fatalf("admin review clear = exit %d: %s", code, errOut)
 	}
-	if got := users(); !slices.Equal(got, []string{"alice", "bob"}) {
-		t.Errorf("ranking after the clear = %v, want alice (faster) then bob", got)
+	// Both run the same kernel, so which is faster is noise: only
+	// membership is asserted.
+	if got := users(); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"alice", "bob"}) {
+		t.Errorf("ranking after the clear = %v, want alice and bob", got)
 	}
 	if _, errOut, code := td.cli(td.token, "admin", "review", "confirm", strconv.FormatInt(flagged.ID, 10)); code != 0 {
 		t.Fatalf("admin review confirm = exit %d: %s", code, errOut)

@@ -79,6 +79,9 @@ func TestHarness_HostileAndBrokenSubmissions(t *testing.T) {
 			rep := evalFile(t, dir, problems.ModeTest, filepath.Join("testdata", "submissions", tt.file), nil)
 			if rep.Passed != tt.pass || !strings.Contains(rep.Reason, tt.reason) {
 				t.Errorf("Passed = %v, Reason = %q; want %v and a reason containing %q", rep.Passed, rep.Reason, tt.pass, tt.reason)
+				for _, tr := range rep.Tests {
+					t.Logf("test %d: %s %s%s", tr.Index, tr.Status, tr.Error, tr.Message)
+				}
 			}
 			for _, tr := range rep.Tests {
 				if tt.file == "cheat_fd.py" && tr.Passed() {

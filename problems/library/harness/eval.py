@@ -1070,10 +1070,13 @@ class Gang:
     def _merge(self, kind, replies, died, cause):
         """One reply for the run: the failure of the first rank that failed
         on its own (its death, or an error that is not a peer's), else rank
-        0's reply (its clock times the calls)."""
+        0's reply (its clock times the calls). A death outranks an error
+        that came first: a dead peer breaks the others' collectives, and
+        they often raise before this process has read its exit status."""
         for e in died:
             if e is not None and e.setup:
                 raise e
+        cause = sorted(cause, key=lambda r: died[r] is None)
         for r in cause:
             if died[r] is not None:
                 self.dead = f"rank {r}: {died[r]}"
