@@ -192,13 +192,23 @@ func Evaluate(ctx context.Context, l Launcher, t *Task, opts EvalOptions) (*Repo
 		entry = []string{"./eval.out"}
 	}
 	env := harnessEnv(t, opts)
-	for _, s := range steps {
-		done, err := runPhase(ctx, l, t, opts, rep, s, entry, env)
+	if t.Harness == HarnessKernelbox && len(steps) > 1 {
+		done, err := runTogether(ctx, l, t, opts, rep, steps, entry, env)
 		if err != nil {
 			return nil, err
 		}
 		if done {
 			return rep, nil
+		}
+	} else {
+		for _, s := range steps {
+			done, err := runPhase(ctx, l, t, opts, rep, s, entry, env)
+			if err != nil {
+				return nil, err
+			}
+			if done {
+				return rep, nil
+			}
 		}
 	}
 	if err := applyFloor(t, opts, rep); err != nil {
@@ -294,7 +304,18 @@ func runPhase(ctx context.Context, l Launcher, t *Task, opts EvalOptions, rep *R
 	if err != nil {
 		return true, fmt.Errorf("evaluate %s: %s phase: %w", t.Name, s.name, err)
 	}
-	ph := judgePhase(s.name, out, len(s.cases))
+	if done := record(opts, rep, s, judgePhase(s.name, out, len(s.cases))); done || !profiled {
+		return done, nil
+	}
+	if rep.Profile, err = opts.Profiler.summarize(ctx, l, opts.WorkDir, env, opts.OutputLimit); err != nil {
+		return true, fmt.Errorf("evaluate %s: profile summary: %w", t.Name, err)
+	}
+	return false, nil
+}
+
+// record adds one judged phase to rep and tells its watcher; done says
+// the evaluation ends here.
+func record(opts EvalOptions, rep *Report, s phase, ph Phase) (done bool) {
 	rep.Phases = append(rep.Phases, ph)
 	if opts.OnPhase != nil {
 		opts.OnPhase(ph)
@@ -308,14 +329,9 @@ func runPhase(ctx context.Context, l Launcher, t *Task, opts EvalOptions, rep *R
 	}
 	if !ph.Passed {
 		rep.Reason = fmt.Sprintf("%s phase: %s", s.name, ph.Reason)
-		return true, nil
+		return true
 	}
-	if profiled {
-		if rep.Profile, err = opts.Profiler.summarize(ctx, l, opts.WorkDir, env, opts.OutputLimit); err != nil {
-			return true, fmt.Errorf("evaluate %s: profile summary: %w", t.Name, err)
-		}
-	}
-	return false, nil
+	return false
 }
 
 // judgePhase decides whether one harness run passed and why not.

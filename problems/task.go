@@ -62,6 +62,16 @@ type Config struct {
 	CompileFlags []string          // cu
 }
 
+// The harness contracts of Task.Harness.
+const (
+	// HarnessKernelBot: `eval.py MODE CASES_FILE`, one mode a process.
+	HarnessKernelBot = "kernelbot"
+	// HarnessKernelbox: `eval.py MODE CASES_FILE [MODE CASES_FILE ...]`,
+	// every phase of a run in one process, each opened by a "phase: MODE"
+	// line; the bundled harness speaks it.
+	HarnessKernelbox = "kernelbox"
+)
+
 // Task is a loaded, validated problem directory.
 type Task struct {
 	Dir              string // absolute path of the directory holding task.yml
@@ -89,6 +99,10 @@ type Task struct {
 	CPUBenchmarks []Case
 	// Floor, when set, is the physics floor of every benchmark case.
 	Floor *Floor
+	// Harness says which contract the problem's harness speaks:
+	// HarnessKernelBot (KernelBot's: one mode a process, the default) or
+	// HarnessKernelbox (ours: several phases in one process).
+	Harness string
 
 	// Warnings are things an author should look at that do not stop the
 	// problem from loading, such as fields this loader does not know.
@@ -243,6 +257,13 @@ func ParseTask(dir, file string, data []byte) (*Task, error) {
 			t.GPUs = stringList(c, "gpus", v)
 		case "floor":
 			t.Floor = parseFloor(c, v)
+		case "harness":
+			if s, ok := scalarString(c, "harness", v); ok {
+				if s != HarnessKernelBot && s != HarnessKernelbox {
+					c.add(v.Line, "harness", "must be %s or %s, got %q", HarnessKernelBot, HarnessKernelbox, s)
+				}
+				t.Harness = s
+			}
 		default:
 			t.Warnings = append(t.Warnings, fmt.Sprintf("%s:%d: unknown field %q is ignored", file, k.Line, k.Value))
 		}

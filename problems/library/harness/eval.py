@@ -1,6 +1,6 @@
 """kernelbox evaluation harness.
 
-    python eval.py MODE CASES_FILE
+    python eval.py MODE CASES_FILE [MODE CASES_FILE ...]
 
 MODE is test, benchmark, leaderboard (the ranked benchmark: fresh inputs for
 every timed call, each output checked) or profile. Results go to the file
@@ -1229,30 +1229,52 @@ def undumpable():
         pass
 
 
+MODES = ("test", "benchmark", "leaderboard", "profile")
+
+
+def read_phases(argv, secret):
+    """[(mode, cases)] from MODE CASES_FILE [MODE CASES_FILE ...], or a
+    string saying what is wrong with them."""
+    args = argv[1:]
+    if not args or len(args) % 2 or any(m not in MODES for m in args[::2]):
+        return "usage: eval.py test|benchmark|leaderboard|profile CASES_FILE [MODE CASES_FILE ...]"
+    modes = args[::2]
+    if "profile" in modes and len(modes) > 1:
+        return "profile runs alone: it hands nothing over for the second check"
+    if secret is not None:
+        try:
+            secret = int(secret)
+        except ValueError:
+            return "POPCORN_SEED is not an integer"
+    phases = []
+    for mode, path in zip(modes, args[1::2]):
+        try:
+            cases = read_cases(path)
+        except (OSError, ValueError) as e:
+            return f"cannot read cases: {e}"
+        if secret is not None:
+            for case in cases:
+                if "seed" in case:
+                    case["seed"] = combine(case["seed"], secret)
+        phases.append((mode, cases))
+    return phases
+
+
 def main(argv) -> int:
+    """Runs each phase in turn with one worker (or gang) for all of them, so
+    torch, the device context and the submission's compile caches start
+    once per run. With more than one phase, a "phase: MODE" line opens each
+    phase's results, and the first phase that fails ends the run with its
+    exit code."""
     undumpable()
     out = open_popcorn()
     secret = os.environ.pop("POPCORN_SEED", None)
-    if len(argv) != 3 or argv[1] not in ("test", "benchmark", "leaderboard", "profile"):
-        print("usage: eval.py test|benchmark|leaderboard|profile CASES_FILE", file=sys.stderr)
+    phases = read_phases(argv, secret)
+    if isinstance(phases, str):
+        print(f"kernelbox harness: {phases}", file=sys.stderr)
         return EXIT_BAD_CASE
-    mode = argv[1]
-    try:
-        cases = read_cases(argv[2])
-    except (OSError, ValueError) as e:
-        print(f"kernelbox harness: cannot read cases: {e}", file=sys.stderr)
-        return EXIT_BAD_CASE
-    if secret is not None:
-        try:
-            s = int(secret)
-        except ValueError:
-            print("kernelbox harness: POPCORN_SEED is not an integer", file=sys.stderr)
-            return EXIT_BAD_CASE
-        for case in cases:
-            if "seed" in case:
-                case["seed"] = combine(case["seed"], s)
     gpus = os.environ.pop("POPCORN_GPUS", None)
-    check = mode != "profile"  # profile mode hands nothing over
+    check = phases[0][0] != "profile"  # profile mode hands nothing over
     if gpus is None:
         pool = Pool(check=check)
     else:
@@ -1262,9 +1284,16 @@ def main(argv) -> int:
             print(f"kernelbox harness: POPCORN_GPUS={gpus!r} is not an integer", file=sys.stderr)
             return EXIT_BAD_CASE
     try:
-        if mode == "test":
-            return run_tests(out, pool, cases)
-        return run_benchmarks(out, pool, cases, mode)
+        for mode, cases in phases:
+            if len(phases) > 1:
+                out.log("phase", mode)
+            t0 = time.perf_counter_ns()
+            code = run_tests(out, pool, cases) if mode == "test" else run_benchmarks(out, pool, cases, mode)
+            if len(phases) > 1:
+                out.log("phase-wall", time.perf_counter_ns() - t0)
+            if code != EXIT_OK:
+                return code
+        return EXIT_OK
     finally:
         pool.close()
 
