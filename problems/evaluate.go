@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -293,12 +294,8 @@ func runPhase(ctx context.Context, l Launcher, t *Task, opts EvalOptions, rep *R
 		launch.Env = envWith(append([]string(nil), env...), "POPCORN_NCU", "1")
 		launch.Keep = []string{ProfileFile}
 	}
-	if opts.OnTest != nil && s.name == "test" {
-		budget := opts.OutputLimit // what the launcher keeps of the stream
-		if budget <= 0 {
-			budget = DefaultOutputLimit
-		}
-		launch.Progress = newTestProgress(budget, func(t TestResult) { opts.OnTest(s.name, t) })
+	if s.name == "test" {
+		launch.Progress = testsAsTheyCome(opts)
 	}
 	out, err := l.Launch(ctx, launch)
 	if err != nil {
@@ -311,6 +308,19 @@ func runPhase(ctx context.Context, l Launcher, t *Task, opts EvalOptions, rep *R
 		return true, fmt.Errorf("evaluate %s: profile summary: %w", t.Name, err)
 	}
 	return false, nil
+}
+
+// testsAsTheyCome reports each test of a test phase to opts.OnTest as the
+// harness writes it, or is nil when nobody watches.
+func testsAsTheyCome(opts EvalOptions) io.Writer {
+	if opts.OnTest == nil {
+		return nil
+	}
+	budget := opts.OutputLimit // what the launcher keeps of the stream
+	if budget <= 0 {
+		budget = DefaultOutputLimit
+	}
+	return newTestProgress(budget, func(t TestResult) { opts.OnTest("test", t) })
 }
 
 // record adds one judged phase to rep and tells its watcher; done says

@@ -27,12 +27,8 @@ func runTogether(ctx context.Context, l Launcher, t *Task, opts EvalOptions, rep
 		timeout += s.timeout
 	}
 	launch := Launch{Dir: opts.WorkDir, Argv: argv, Env: env, Timeout: timeout, OutputLimit: opts.OutputLimit, Loopback: t.MultiGPU}
-	if opts.OnTest != nil && steps[0].name == "test" {
-		budget := opts.OutputLimit
-		if budget <= 0 {
-			budget = DefaultOutputLimit
-		}
-		launch.Progress = newTestProgress(budget, func(tr TestResult) { opts.OnTest("test", tr) })
+	if steps[0].name == "test" {
+		launch.Progress = testsAsTheyCome(opts)
 	}
 	out, err := l.Launch(ctx, launch)
 	if err != nil {
