@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"kernelbox/policies"
@@ -20,8 +21,10 @@ const minCorpus = 20
 // cheatExpectation is one "# corpus:" line of a fixture in testdata/cheats:
 // "scan RULE" (the scanner flags or refuses it), "fail MODE TEXT" (a
 // vectoradd evaluation in that mode fails, its reason containing TEXT) or
-// "gpu WHAT" (what happens on the GPU machine, recorded in
-// docs/gpu-runs.md).
+// "nogain MODE" (in that mode it fails, or its score is no better than
+// noGain times the honest solution's: the trick reaches nothing that
+// decides a time) or "gpu WHAT" (what happens on the GPU machine,
+// recorded in docs/gpu-runs.md).
 type cheatExpectation struct {
 	kind, mode, text string
 }
@@ -40,9 +43,11 @@ func corpusExpectations(t *testing.T, path string, src []byte) []cheatExpectatio
 		switch kind {
 		case "fail":
 			e.mode, e.text, _ = strings.Cut(arg, " ")
+		case "nogain":
+			e.mode = arg
 		case "scan", "gpu":
 		default:
-			t.Fatalf("%s: corpus line %q: want scan, fail or gpu", path, rest)
+			t.Fatalf("%s: corpus line %q: want scan, fail, nogain or gpu", path, rest)
 		}
 		out = append(out, e)
 	}
@@ -93,7 +98,69 @@ func TestCheatCorpus(t *testing.T) {
 						t.Errorf("passed %v, reason %q; want it to fail with %q", rep.Passed, rep.Reason, e.text)
 					}
 				})
+			case "nogain":
+				t.Run(filepath.Base(f)+"/nogain-"+e.mode, func(t *testing.T) {
+					t.Parallel()
+					mode, err := problems.ParseMode(e.mode)
+					if err != nil {
+						t.Fatal(err)
+					}
+					rep := evalFile(t, filepath.Join("library", "vectoradd"), mode, f, nil)
+					if !rep.Passed {
+						return // no score at all
+					}
+					got, honest := benchScore(t, rep), honestScore(t, mode)
+					if got < noGain*honest {
+						t.Errorf("scored %.3g s against the honest solution's %.3g s (%.2fx); want no better than %.1fx",
+							got, honest, got/honest, noGain)
+					}
+				})
 			}
 		}
 	}
+}
+
+// noGain is the share of the honest solution's score below which a cheat
+// counts as having gained: timing on a busy 2-core machine is noisy, and
+// the tricks this checks divide their times by 10 or more.
+const noGain = 0.4
+
+var honest struct {
+	sync.Mutex
+	scores map[problems.Mode]float64
+}
+
+// honestScore is the score of vectoradd's correct solution in mode,
+// measured once per test binary.
+func honestScore(t *testing.T, mode problems.Mode) float64 {
+	t.Helper()
+	honest.Lock()
+	defer honest.Unlock()
+	if s, ok := honest.scores[mode]; ok {
+		return s
+	}
+	dir := filepath.Join("library", "vectoradd")
+	sols, err := filepath.Glob(filepath.Join(dir, "solutions", "correct", "*.py"))
+	if err != nil || len(sols) == 0 {
+		t.Fatalf("vectoradd has no correct solution: %v", err)
+	}
+	rep := evalFile(t, dir, mode, sols[0], nil)
+	if !rep.Passed {
+		t.Fatalf("the honest solution failed in %s mode: %s", mode, rep.Reason)
+	}
+	if honest.scores == nil {
+		honest.scores = map[problems.Mode]float64{}
+	}
+	honest.scores[mode] = benchScore(t, rep)
+	return honest.scores[mode]
+}
+
+// benchScore is a run's geometric mean of its benchmark means.
+func benchScore(t *testing.T, rep *problems.Report) float64 {
+	t.Helper()
+	s, err := problems.Score(problems.RankGeom, rep.Benchmarks)
+	if err != nil {
+		t.Fatalf("score: %v", err)
+	}
+	return s
 }

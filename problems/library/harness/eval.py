@@ -12,10 +12,12 @@ error, 111 no result pipe, 112 wrong result, 113 bad case, 114 timeout,
 and ours: 115 the harness could not start (not the submission's fault).
 
 The submission never runs in this process: a worker interpreter imports it, and
-that worker has neither the result descriptor nor the secret seed.
+that worker has neither the result descriptor nor the secret seed. A one-device
+run is judged by judge.py (inputs, expected outputs, times and verdicts all
+stay here); profile mode and multi-GPU runs still use eval._Worker, whose
+answers a second check in this process verifies.
 """
 
-import ctypes
 import datetime
 import json
 import math
@@ -30,37 +32,16 @@ import threading
 import time
 import traceback
 
+from judge import Judge, WorkerDied, enough, expected_of, limits_for, plain_output, stats, verdict  # noqa: F401 (guarded names)
+
 EXIT_OK, EXIT_CUDA, EXIT_PIPE, EXIT_VALIDATION, EXIT_BAD_CASE, EXIT_TIMEOUT = 0, 110, 111, 112, 113, 114
 # Ours, beyond KernelBot's codes: the harness itself could not start (torch
 # or the problem's reference.py failed to import), which is no fault of the
 # submission.
 EXIT_HARNESS = 115
 
-# Timing knobs: (max repeats, kernel-time budget s, wall cap s) per device and
-# kind. KERNELBOX_BENCH_* override them (unstable; for problem authors).
-LIMITS = {
-    ("cuda", "benchmark"): (100, 10.0, 120.0),
-    ("cuda", "leaderboard"): (100, 30.0, 120.0),
-    # The CPU backend exists to exercise the pipeline, not to rank: keep it quick.
-    ("cpu", "benchmark"): (100, 1.0, 5.0),
-    ("cpu", "leaderboard"): (50, 1.0, 8.0),
-}
-MIN_RUNS = 3
-TARGET_REL_ERR = 0.001
 RANKED_SEED_STEP = 13
 
-# The CUDA timer (_Timer). Before each timed call the GPU spins in a sleep
-# kernel for HEAD_START_NS, so the call's launches are queued before its
-# start event runs and the host's launch jitter stays out of the window.
-HEAD_START_NS = 200_000
-# A call whose tail (ret to the device-wide end) is longer than the
-# calibrated round trip's 90th percentile plus this slack is timed again,
-# up to TAIL_RETRIES times, and then counted whole.
-TAIL_SLACK_NS = 2_000
-TAIL_RETRIES = 2
-CALIBRATION_ROUNDS = 21
-# Timed warm-up calls that size the round trip's calibration.
-SIZING_CALLS = 3
 # The share of ranked iterations whose output the harness's own process
 # checks again (every checked call and test is); the worker does not know
 # which until its call has returned.
@@ -154,23 +135,6 @@ def spec_of(case) -> str:
     return "; ".join(f"{k}: {v}" for k, v in case.items())
 
 
-def limits_for(dev: str, kind: str):
-    repeats, budget, wall = LIMITS[(dev, kind)]
-    env = os.environ
-    repeats = int(env.get("KERNELBOX_BENCH_MAX_REPEATS", repeats))
-    budget = float(env.get("KERNELBOX_BENCH_BUDGET_S", budget))
-    wall = float(env.get("KERNELBOX_BENCH_WALL_S", wall))
-    return repeats, budget, wall
-
-
-def stats(times):
-    n = len(times)
-    mean = sum(times) / n
-    var = sum((t - mean) ** 2 for t in times) / (n - 1) if n > 1 else 0.0
-    std = math.sqrt(var)
-    return {"runs": n, "mean": mean, "std": std, "err": std / math.sqrt(n), "best": min(times), "worst": max(times)}
-
-
 # What the harness's timing and checking stand on, checked for identity
 # after every job the worker runs.
 GUARDED = (
@@ -187,8 +151,7 @@ GUARDED = (
     # Multi-GPU timing and agreement between ranks.
     "torch.distributed.barrier", "torch.distributed.all_reduce",
     # The harness's own worker half, which a submission can import as eval.
-    "eval._Timer.once", "eval._Timer.time", "eval._Timer.calibrate", "eval._Timer.spin", "eval._Timer.reset_l2",
-    "eval._Worker.check", "eval._Worker.run_checked", "eval._Worker.time_call", "eval._Worker.benchmark",
+    "eval._Worker.check", "eval._Worker.run_checked", "eval._Worker.benchmark",
     "eval._Worker.expected", "eval._Worker.flush_l2", "eval._Worker.hand_over", "eval._Worker.ship",
     "eval.plain_output", "eval.stats", "eval.verdict", "eval.expected_of", "eval.ranked_case",
     "eval.ranks_expected", "eval.rank_inputs", "eval._Worker.agree", "eval._Worker.benchmark_ranks",
@@ -202,55 +165,6 @@ def resolve(roots, name):
     for part in rest:
         obj = getattr(obj, part)
     return obj
-
-
-def plain_output(kb, torch, expected, output, where="the output"):
-    """Why an output is not what the reference returns, or "": every tensor
-    in it plain, with storage, and like the reference's where that is known
-    (kbutils.tensor_mismatch), and as many items as the reference's."""
-    if isinstance(output, torch.Tensor) or isinstance(expected, torch.Tensor):
-        return kb.tensor_mismatch(output, expected if isinstance(expected, torch.Tensor) else None, where)
-    if isinstance(output, (tuple, list)):
-        if isinstance(expected, (tuple, list)) and len(expected) != len(output):
-            return f"{where} has {len(output)} items, the reference's has {len(expected)}"
-        for i, o in enumerate(output):
-            e = expected[i] if isinstance(expected, (tuple, list)) else None
-            msg = plain_output(kb, torch, e, o, f"{where}[{i}]")
-            if msg:
-                return msg
-    return ""
-
-
-def verdict(kb, torch, ref, data, expected, output):
-    """(ok, message) for one output: plain tensors like the reference's,
-    then the problem's own check."""
-    msg = plain_output(kb, torch, expected, output)
-    if msg:
-        return False, msg
-    chk = ref.check_implementation
-    compare = getattr(chk, "compare", None)
-    if compare is not None and expected is not None:
-        result = compare(expected, output)
-    else:
-        result = chk(data, output)
-    if isinstance(result, tuple):
-        ok, msg = bool(result[0]), str(result[1])
-    elif isinstance(result, (list, str)):
-        msg = "\n".join(result) if isinstance(result, list) else result
-        ok = not msg
-    else:
-        ok, msg = bool(result), ""
-    return ok, msg
-
-
-def expected_of(kb, ref, data):
-    """The reference's answer for a verdict, or None for a KernelBot-style
-    checker that only takes (data, output)."""
-    fn = getattr(ref.check_implementation, "expected", None)
-    if fn is None:
-        return None
-    with kb.deterministic():
-        return fn(kb.clone_data(data))
 
 
 def ranks_expected(kb, ref, datas):
@@ -273,17 +187,6 @@ def rank_inputs(ref, case):
     return [ref.generate_input(**case, rank=r) for r in range(int(case["world_size"]))]
 
 
-def enough(times, budget_s, wall_s, wall0):
-    """Whether a benchmark has timed enough calls: a small enough standard
-    error, or its kernel-time budget or wall cap spent (at least MIN_RUNS)."""
-    if len(times) < MIN_RUNS:
-        return False
-    s = stats(times)
-    if s["mean"] > 0 and s["err"] / s["mean"] < TARGET_REL_ERR:
-        return True
-    return s["mean"] * len(times) > budget_s * 1e9 or time.perf_counter() - wall0 > wall_s
-
-
 def ranked_case(case, iteration):
     """The case of a ranked iteration: fresh inputs every call."""
     if iteration is None or case.get("seed") is None:
@@ -297,131 +200,6 @@ def is_cuda_error(text: str) -> bool:
 
 # ---------------------------------------------------------------- worker side
 # Everything below runs in the worker, next to the submission.
-
-
-CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW = 1
-
-
-def persisting_l2():
-    """The CUDA driver's (cuCtxResetPersistingL2Cache, cuStreamSetAttribute,
-    ""), or (None, None, why not): ROCm has neither, nor persisting L2."""
-    try:
-        cu = ctypes.CDLL("libcuda.so.1")
-        reset, window = cu.cuCtxResetPersistingL2Cache, cu.cuStreamSetAttribute
-    except (OSError, AttributeError) as e:
-        return None, None, f"off: {e}"
-    window.argtypes = (ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
-    return reset, window, ""
-
-
-class _Timer:
-    """Times one call on CUDA so that neither the host's jitter nor work
-    off the caller's stream escapes or distorts it.
-
-    Per call, on the caller's stream: a sleep kernel (the head start), the
-    copy of the input the call gets, the L2 flush, the start event; then
-    the call, an event on its stream when it returns (ret), a synchronize
-    of the whole device and the end event. The time is start to ret, as
-    long as the device's work ended with that stream: the tail from ret to
-    end is then only the host's round trip, which is measured for each
-    case, with a sleep as long as the call standing in for it (the round
-    trip grows with how long the host waited). A longer tail means work on
-    another stream, or a hiccup of the host: the call is timed again, and
-    only when the tail stays long is the whole window, less the round
-    trip, counted.
-
-    The input's copy is queued after the head start, so a side stream that
-    does not wait for the caller's stream reads stale memory instead of
-    the input, and one that waits starts after the start event. A call
-    that stays longer on the host than the head start can hide counts at
-    least that excess (the host-clock cross-check)."""
-
-    def __init__(self, torch, clock):
-        self.torch = torch
-        self.clock = clock
-        ev = lambda: torch.cuda.Event(enable_timing=True)  # noqa: E731
-        self.start, self.ret, self.end = ev(), ev(), ev()
-        self.sleep = getattr(torch.cuda, "_sleep", None)
-        self.cycles_per_ns = 0.0
-        self.tail_ns = self.tail_limit_ns = 0.0
-        self.retries = 0
-        self.l2_reset, self.l2_window, self.l2_status = persisting_l2()
-        self.no_window = ctypes.create_string_buffer(64)  # a CUstreamAttrValue of zeros: no window
-        if self.sleep is not None:
-            probe = 1 << 21
-            for _ in range(2):  # the first loads the sleep kernel
-                torch.cuda.synchronize()
-                self.start.record()
-                self.sleep(probe)
-                self.end.record()
-                self.end.synchronize()
-            ns = self.start.elapsed_time(self.end) * 1e6
-            self.cycles_per_ns = probe / ns if ns > 0 else 0.0
-
-    def spin(self, ns):
-        cycles = int(self.cycles_per_ns * ns)
-        if cycles > 0:
-            self.sleep(cycles)
-
-    def reset_l2(self):
-        """Undo what a call can leave persisting in L2, so the flush evicts
-        everything: lines marked persisting, and an access policy window on
-        the harness's stream, under which the next call's input copy would
-        be written persisting and stay in L2 through the flush. Called with
-        the device idle: the driver's reset is not stream-ordered."""
-        if self.l2_reset is None:
-            return
-        stream = ctypes.c_void_p(self.torch.cuda.current_stream().cuda_stream)
-        rc = self.l2_window(stream, CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW, self.no_window)
-        if rc:
-            self.l2_status = self.l2_status or f"cuStreamSetAttribute: CUresult {rc}"
-        rc = self.l2_reset()
-        if rc:
-            self.l2_status = self.l2_status or f"cuCtxResetPersistingL2Cache: CUresult {rc}"
-
-    def once(self, kernel, data, clone, flush):
-        """One timed call: (input, output, stream ns, whole ns, host ns)."""
-        torch = self.torch
-        torch.cuda.synchronize()
-        self.reset_l2()
-        self.spin(HEAD_START_NS)
-        arg = clone(data)
-        flush()
-        self.start.record()
-        t0 = self.clock()
-        out = kernel(arg)
-        host = self.clock() - t0
-        self.ret.record()
-        torch.cuda.synchronize()
-        self.end.record()
-        self.end.synchronize()
-        stream = self.start.elapsed_time(self.ret) * 1e6
-        return arg, out, stream, self.start.elapsed_time(self.end) * 1e6, float(host)
-
-    def calibrate(self, call_ns, data, clone, flush):
-        """The host's round trip after a call of call_ns on this case: its
-        median, and the 90th percentile a tail may reach before the call is
-        timed again."""
-        tails = []
-        for _ in range(CALIBRATION_ROUNDS):
-            _, _, stream, whole, _ = self.once(lambda arg: self.spin(call_ns), data, clone, flush)
-            tails.append(whole - stream)
-        tails.sort()
-        self.tail_ns = tails[len(tails) // 2]
-        self.tail_limit_ns = tails[(len(tails) * 9) // 10] + TAIL_SLACK_NS
-
-    def time(self, kernel, data, clone, flush):
-        """(the input given, the output, ns, whether work past the call's
-        stream was counted)."""
-        for attempt in range(TAIL_RETRIES + 1):
-            if attempt:
-                self.retries += 1
-                del arg, out
-            arg, out, stream, whole, host = self.once(kernel, data, clone, flush)
-            floor = host - HEAD_START_NS
-            if whole - stream <= self.tail_limit_ns:
-                return arg, out, max(stream, floor), False
-        return arg, out, max(whole - self.tail_ns, floor), True
 
 
 class _Worker:
@@ -450,7 +228,6 @@ class _Worker:
         self.dev = kbutils.device()
         self.kernel = None
         self.flush_buf = None
-        self.timer = None
         self.link = None  # (jobs, replies) of worker_main, for hand_over
         self.ship_fd = None
         # What the harness relies on, bound before the submission loads: a
@@ -466,8 +243,6 @@ class _Worker:
                 pass  # a reference without ref_kernel, say
         if self.dev == "cuda":
             self.flush_l2()
-            if world is None:  # ranks are timed between barriers
-                self.timer = _Timer(torch, self.clock)
 
     def roots(self):
         return {"torch": self.torch, "time": time, "kbutils": self.kb, "reference": self.ref, "eval": sys.modules[__name__]}
@@ -639,60 +414,12 @@ class _Worker:
             self.flush_buf = self.torch.empty(max(2 * l2, 256 << 20) // 4, dtype=self.torch.int32, device="cuda")
         self.flush_buf.zero_()
 
-    def time_call(self, kernel, data):
-        """(the input given, the output, ns, whether work past the call's
-        stream was counted)."""
-        if self.timer is not None:
-            return self.timer.time(kernel, data, self.kb.clone_data, self.flush_l2)
-        arg = self.kb.clone_data(data)
-        t0 = self.clock()
-        out = kernel(arg)
-        return arg, out, float(self.clock() - t0), False
-
     def benchmark(self, case, kind, recheck):
-        if self.world is not None:
-            return self.benchmark_ranks(case, kind, recheck)
-        repeats, budget_s, wall_s = limits_for(self.dev, kind)
-        kernel = self.load_submission()
-        data = self.ref.generate_input(**case)
-        expected = self.expected(data)
-        ok, msg = self.run_checked(kernel, data, expected)
-        if not ok:
-            return {"error": msg}
-        # Warm-up: JIT compilation and caches, not measured.
-        t_end = time.perf_counter() + 0.05
-        for _ in range(100):
-            kernel(self.kb.clone_data(data))
-            self.sync()
-            if time.perf_counter() > t_end:
-                break
-        if self.timer is not None:
-            t = self.timer
-            calls = [t.once(kernel, data, self.kb.clone_data, self.flush_l2)[2] for _ in range(SIZING_CALLS)]
-            t.calibrate(min(calls), data, self.kb.clone_data, self.flush_l2)
-            t.retries = 0
-        times = []
-        tails = 0
-        wall0 = time.perf_counter()
-        seed = case.get("seed")
-        for i in range(repeats):
-            if recheck and seed is not None:
-                data = self.ref.generate_input(**ranked_case(case, i))
-                expected = self.expected(data)
-            arg, out, ns, tail = self.time_call(kernel, data)
-            tails += tail
-            msg = self.judge(i, arg, data, expected, out) if recheck else ""
-            if msg:
-                return {"error": f"timed iteration {i}: {msg}"}
-            del out, arg
-            times.append(ns)
-            if enough(times, budget_s, wall_s, wall0):
-                break
-        reply = {"times": times, "tails": tails}
-        if self.timer is not None:
-            t = self.timer
-            reply.update(tail_ns=t.tail_ns, tail_limit_ns=t.tail_limit_ns, retries=t.retries, l2_reset=t.l2_status or "ok")
-        return reply
+        """The ranks of a multi-GPU run time themselves; a one-GPU run is
+        timed by the judge (judge.py), never here."""
+        if self.world is None:
+            raise RuntimeError("a one-device benchmark runs through the judge, not eval._Worker")
+        return self.benchmark_ranks(case, kind, recheck)
 
     def profile(self, case):
         torch = self.torch
@@ -782,12 +509,6 @@ def worker_main(job_fd: int, reply_fd: int, ship_fd: int = -1, rank=None, world=
 
 
 # ---------------------------------------------------------------- main side
-
-
-class WorkerDied(Exception):
-    def __init__(self, message, setup=False):
-        super().__init__(message)
-        self.setup = setup  # the harness's own set-up failed, not user code
 
 
 class _Checker:
@@ -1206,6 +927,16 @@ def run_benchmarks(out: Popcorn, pool: Pool, cases, kind: str) -> int:
             v = reply.get(key)
             if isinstance(v, (int, float)) and math.isfinite(v):
                 out.log(f"benchmark.{i}.{name}", f"{v:.0f}")
+        # The judge's CUDA clock: calls timed again because the worker's
+        # reply came after the head start had run out, calls whose late
+        # time counted, the head start reached, and (KERNELBOX_JUDGE_SELFTIME)
+        # the worker's own event times, to measure the judge's error.
+        for key, name in (("late", "late"), ("head_start_ns", "head_start"), ("worker_mean", "worker_mean"), ("segments", "segments")):
+            v = reply.get(key)
+            if isinstance(v, (int, float)) and math.isfinite(v):
+                out.log(f"benchmark.{i}.{name}", f"{v:.0f}" if key != "worker_mean" else f"{v:.3f}")
+        if isinstance(reply.get("offset"), str):
+            out.log(f"benchmark.{i}.clock_offset", reply["offset"][:300])
         if isinstance(reply.get("l2_reset"), str):
             out.log(f"benchmark.{i}.l2_reset", reply["l2_reset"][:200])
     out.log("check", "pass")
@@ -1275,8 +1006,10 @@ def main(argv) -> int:
         return EXIT_BAD_CASE
     gpus = os.environ.pop("POPCORN_GPUS", None)
     check = phases[0][0] != "profile"  # profile mode hands nothing over
-    if gpus is None:
-        pool = Pool(check=check)
+    if gpus is None and not check:
+        pool = Pool(check=False)
+    elif gpus is None:
+        pool = Judge()
     else:
         try:
             pool = Ranks(int(gpus), check=check)

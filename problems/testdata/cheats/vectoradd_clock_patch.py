@@ -1,8 +1,7 @@
 # Cheat (CPU and GPU): replaces the clock the harness times with, through
-# names the static scanner does not spell out. The harness binds its clock
-# before the submission loads and checks its functions after every job.
-# corpus: fail test the submission replaced time.perf_counter_ns
-# corpus: fail benchmark the submission replaced time.perf_counter_ns
+# names the static scanner does not spell out. It reaches only the worker's
+# clock: the judge (judge.py), another process, times every call.
+# corpus: nogain benchmark
 import importlib
 
 _t = importlib.import_module("ti" + "me")

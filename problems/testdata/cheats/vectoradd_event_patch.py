@@ -1,7 +1,7 @@
-# Cheat (GPU; caught on the CPU backend too): shortens every CUDA event
-# time, through names the scanner does not spell out. The harness guards
-# torch.cuda.Event's methods for identity.
-# corpus: fail test the submission replaced torch.cuda.Event.elapsed_time
+# Cheat (GPU): shortens every CUDA event time, through names the scanner
+# does not spell out. The events that time a call are the judge's, in
+# another process; the worker's own are never read.
+# corpus: nogain benchmark
 import importlib
 
 _cuda = importlib.import_module("torch.cu" + "da")

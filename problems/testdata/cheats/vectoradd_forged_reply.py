@@ -1,9 +1,9 @@
 # Cheat (CPU and GPU): returns zeros, and while it loads writes a forged
-# "passed" answer (with 1 ns times) into the worker's own reply pipe (its number is on the
-# worker's command line), ahead of the worker's true one. The harness's own
-# process takes no success that did not hand over the output it claims.
-# corpus: fail test did not hand over its output
-# corpus: fail benchmark did not hand over its output
+# "passed" answer (with 1 ns times) into the worker's own reply pipe (its
+# number was on the old worker's command line), ahead of the worker's true
+# one. The judge believes no reply: it reads the output itself.
+# corpus: fail test elements differ
+# corpus: fail benchmark elements differ
 import os
 import re
 

@@ -3,6 +3,7 @@
 # right, so only the scanner (and on a GPU the physics floor) stops it:
 # flagged for review.
 # corpus: scan EVALUATOR_INSPECTION
+# corpus: nogain leaderboard
 import sys
 
 

@@ -1,6 +1,7 @@
 # Cheat (CPU and GPU): searches the garbage collector for a tensor shaped
 # like the answer (the reference's) and returns it. Flagged for review.
 # corpus: scan EVALUATOR_INSPECTION
+# corpus: nogain leaderboard
 import gc
 
 import torch

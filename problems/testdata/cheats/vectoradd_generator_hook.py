@@ -1,10 +1,9 @@
 # Cheat (CPU and GPU): wraps torch.randn, which the reference's input
 # generator calls, so that each input is seen as it is drawn and its answer
 # computed there, outside the timed call; the kernel only returns it. The
-# name is built at run time to slip past the scanner. The harness guards
-# what inputs are drawn with.
-# corpus: fail test the submission replaced torch.randn
-# corpus: fail benchmark the submission replaced torch.randn
+# name is built at run time to slip past the scanner. Inputs are drawn in
+# the judge's process now: the hook never sees one.
+# corpus: nogain benchmark
 import torch
 
 _name = "rand" + "n"

@@ -1,10 +1,9 @@
 # Cheat (CPU and GPU): returns zeros and replaces the harness's own checker
 # in the worker (eval is importable from there) so every output passes,
-# through names the static scanner does not spell out. The harness's own
-# process checks every handed-over output again, out of the worker's reach
-# (and the worker's functions are guarded for identity besides).
-# corpus: fail test the harness's own check:
-# corpus: fail benchmark the harness's own check:
+# through names the static scanner does not spell out. The checker that
+# counts is the judge's, in another process.
+# corpus: fail test elements differ
+# corpus: fail benchmark elements differ
 import importlib
 import sys
 

@@ -1,8 +1,9 @@
 # Cheat (CPU and GPU): imports the reference's input generator and
 # precomputes the answers of the public benchmark cases at import, to
-# replay them. Refused at submission; private runs mix a secret into
-# every seed besides.
+# replay them. Refused at submission; ranked iterations draw fresh seeds in
+# the judge besides, so the replayed answers are wrong there.
 # corpus: scan HARNESS_PATCH
+# corpus: fail leaderboard elements differ
 from reference import generate_input
 
 _answers = {}

@@ -1,9 +1,9 @@
 # Cheat (CPU and GPU): returns zeros and makes the worker's comparison
-# count no mismatches by replacing torch.Tensor.sum, which the harness does
-# not guard. The harness's own process, whose torch the submission never
-# touched, checks the output again.
-# corpus: fail test the harness's own check:
-# corpus: fail benchmark the harness's own check:
+# count no mismatches by replacing torch.Tensor.sum. No comparison runs in
+# the worker any more: the judge, whose torch the submission never touched,
+# checks the output.
+# corpus: fail test elements differ
+# corpus: fail benchmark elements differ
 import torch
 
 _real = torch.Tensor.sum

@@ -1,0 +1,325 @@
+"""What the judge and the worker share: their channel, the layout of the
+data handed between them, and the memory it lives in.
+
+The channel is an AF_UNIX SOCK_SEQPACKET socketpair: one JSON object a
+message (never pickle: the judge must not unpickle what a process running
+user code wrote), with file descriptors passed beside it (SCM_RIGHTS).
+
+Tensors never travel in a message. On the CPU they are bytes in a memfd
+that its writer seals before sending it (no more writes, no growing, no
+shrinking), so what the reader maps cannot change under it. On CUDA they
+live in device memory the judge allocates with the driver and exports to
+the worker (cuIpcGetMemHandle): the judge reads outputs there itself.
+"""
+
+import ctypes
+import fcntl
+import json
+import mmap
+import os
+import socket
+
+# The largest message; layouts are small, tensors never travel inline.
+MAX_MESSAGE = 1 << 20
+# The most bytes one hand-over (an input or an output) may take.
+MAX_BYTES = 64 << 30
+ALIGN = 256
+SEALS = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
+DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
+          "complex64", "complex128")
+
+
+class Closed(Exception):
+    """The other side closed the channel (or broke the protocol)."""
+
+
+class Channel:
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+
+    @staticmethod
+    def pair():
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        return Channel(a), Channel(b)
+
+    def send(self, obj, fds=()):
+        data = json.dumps(obj).encode()
+        if len(data) > MAX_MESSAGE:
+            raise ValueError(f"a message of {len(data)} bytes is over the channel's {MAX_MESSAGE}")
+        try:
+            socket.send_fds(self.sock, [data], list(fds))
+        except (BrokenPipeError, ConnectionResetError) as e:
+            raise Closed(str(e)) from e
+
+    def recv(self, maxfds=4):
+        """(the message, the descriptors that came with it)."""
+        try:
+            data, fds, flags, _ = socket.recv_fds(self.sock, MAX_MESSAGE, maxfds)
+        except ConnectionResetError as e:
+            raise Closed(str(e)) from e
+        if not data:
+            for fd in fds:
+                os.close(fd)
+            raise Closed("the other side closed the channel")
+        if flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
+            for fd in fds:
+                os.close(fd)
+            raise Closed("a message was cut short")
+        try:
+            obj = json.loads(data)
+        except ValueError as e:
+            for fd in fds:
+                os.close(fd)
+            raise Closed("a message is not JSON") from e
+        if not isinstance(obj, dict):
+            for fd in fds:
+                os.close(fd)
+            raise Closed("a message is not an object")
+        return obj, fds
+
+    def fileno(self):
+        return self.sock.fileno()
+
+    def close(self):
+        self.sock.close()
+
+
+# ------------------------------------------------------------------ layouts
+
+
+def flatten(torch, data, tensors):
+    """A JSON tree for data with each tensor replaced by its index in
+    tensors (appended to), so that the tree travels in a message and the
+    tensors in shared memory."""
+    if isinstance(data, torch.Tensor):
+        tensors.append(data)
+        return {"t": len(tensors) - 1}
+    if isinstance(data, (tuple, list)):
+        return {type(data).__name__: [flatten(torch, x, tensors) for x in data]}
+    if isinstance(data, dict):
+        if not all(isinstance(k, str) for k in data):
+            raise TypeError("a dict in the input has keys that are not strings")
+        return {"dict": [[k, flatten(torch, v, tensors)] for k, v in data.items()]}
+    if data is None or isinstance(data, (bool, int, float, str)):
+        return {"v": data}
+    raise TypeError(f"the input holds a {type(data).__name__}, which the judge cannot hand over")
+
+
+def unflatten(tree, tensors):
+    if not isinstance(tree, dict) or len(tree) != 1:
+        raise ValueError("a layout node is not a one-key object")
+    (kind, v), = tree.items()
+    if kind == "t":
+        return tensors[v]
+    if kind == "tuple":
+        return tuple(unflatten(x, tensors) for x in v)
+    if kind == "list":
+        return [unflatten(x, tensors) for x in v]
+    if kind == "dict":
+        return {k: unflatten(x, tensors) for k, x in v}
+    if kind == "v":
+        return v
+    raise ValueError(f"a layout node of kind {kind!r}")
+
+
+def aligned(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def metas_of(torch, tensors):
+    """[{dtype, shape, offset, nbytes}] of tensors packed one after another,
+    and the bytes they take."""
+    metas, off = [], 0
+    for t in tensors:
+        n = t.numel() * t.element_size()
+        metas.append({"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape), "offset": off, "nbytes": n})
+        off = aligned(off + n)
+    return metas, off
+
+
+def check_metas(torch, metas, size):
+    """Why metas do not describe tensors inside size bytes, or ""."""
+    if not isinstance(metas, list):
+        return "the layout's tensors are not a list"
+    for m in metas:
+        if not isinstance(m, dict):
+            return "a tensor's layout is not an object"
+        dtype, shape, off, n = m.get("dtype"), m.get("shape"), m.get("offset"), m.get("nbytes")
+        if dtype not in DTYPES or not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+            return f"a tensor is described as dtype {dtype!r} and shape {shape!r}"
+        want = element_count(shape) * torch.empty((), dtype=getattr(torch, dtype)).element_size()
+        if not isinstance(off, int) or off < 0 or n != want or off + n > min(size, MAX_BYTES):
+            return "a tensor's sizes do not add up"
+    return ""
+
+
+def element_count(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def raw_bytes(torch, t):
+    """A tensor's bytes as a flat uint8 tensor (a view where it can be)."""
+    t = t.detach().contiguous().reshape(-1)
+    if t.dtype == torch.bool:
+        return t.view(torch.uint8)
+    return t.view(torch.uint8) if t.numel() else torch.empty(0, dtype=torch.uint8, device=t.device)
+
+
+def views(torch, buf, metas):
+    """Tensors over a flat uint8 tensor, one per meta."""
+    out = []
+    for m in metas:
+        dt = getattr(torch, m["dtype"])
+        n, off = m["nbytes"], m["offset"]
+        out.append(buf[off:off + n].view(dt).reshape(m["shape"]) if n else torch.empty(m["shape"], dtype=dt, device=buf.device))
+    return out
+
+
+# ------------------------------------------------------------- CPU: memfds
+
+
+def new_memfd(name, size):
+    """A memfd of size bytes whose pages exist already (fallocate), so that
+    writing it later costs a copy and no page allocation."""
+    fd = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        os.ftruncate(fd, size)
+        if size:
+            os.posix_fallocate(fd, 0, size)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def fill_and_seal(fd, torch, tensors, metas):
+    """Write the tensors at their metas' offsets into fd, then seal it."""
+    for t, m in zip(tensors, metas):
+        if m["nbytes"]:
+            os.pwrite(fd, memoryview(raw_bytes(torch, t).cpu().numpy()), m["offset"])
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS)
+
+
+def sealed_memfd(name, torch, tensors, metas, size):
+    """A memfd holding the tensors at their metas' offsets, sealed."""
+    fd = new_memfd(name, size)
+    try:
+        fill_and_seal(fd, torch, tensors, metas)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def is_sealed(fd):
+    """Whether fd is a memfd that can no longer change (its size included)."""
+    try:
+        seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+    except OSError:
+        return False
+    return seals & SEALS == SEALS
+
+
+def map_memfd(torch, fd, size):
+    """A read-only flat uint8 tensor over a sealed memfd (a write to it is
+    a SIGSEGV, so an input cannot be changed in place)."""
+    if size == 0:
+        return torch.empty(0, dtype=torch.uint8)
+    # MAP_POPULATE: the page faults happen here, not in the timed call.
+    mm = mmap.mmap(fd, size, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0x8000), prot=mmap.PROT_READ)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "the given buffer is not writable": on purpose
+        return torch.frombuffer(mm, dtype=torch.uint8)
+
+
+def read_memfd(torch, fd, size):
+    """A private copy of a memfd's bytes as a flat uint8 tensor."""
+    raw = bytearray(size or 1)
+    view, off = memoryview(raw), 0
+    while off < size:
+        n = os.preadv(fd, [view[off:size]], off)
+        if n <= 0:
+            raise OSError("the memfd is shorter than it says")
+        off += n
+    return torch.frombuffer(raw, dtype=torch.uint8)[:size]
+
+
+# ---------------------------------------------------- CUDA: driver memory
+
+
+class _Handle(ctypes.Structure):
+    _fields_ = [("reserved", ctypes.c_ubyte * 64)]
+
+
+class _DeviceArray:
+    """Device memory as __cuda_array_interface__, so torch wraps it
+    without a copy."""
+
+    def __init__(self, ptr, nbytes):
+        self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (ptr, False), "strides": None,
+                                         "version": 2}
+
+
+class Driver:
+    """The few CUDA driver calls the judge and the worker need, on the
+    context torch made current."""
+
+    def __init__(self):
+        self.cu = cu = ctypes.CDLL("libcuda.so.1")
+        cu.cuMemAlloc_v2.argtypes = (ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t)
+        cu.cuMemFree_v2.argtypes = (ctypes.c_uint64,)
+        cu.cuIpcGetMemHandle.argtypes = (ctypes.POINTER(_Handle), ctypes.c_uint64)
+        cu.cuIpcOpenMemHandle_v2.argtypes = (ctypes.POINTER(ctypes.c_uint64), _Handle, ctypes.c_uint)
+        cu.cuIpcCloseMemHandle.argtypes = (ctypes.c_uint64,)
+        cu.cuMemGetAddressRange_v2.argtypes = (ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_size_t), ctypes.c_uint64)
+
+    def _ok(self, rc, what):
+        if rc:
+            raise RuntimeError(f"{what}: CUresult {rc}")
+
+    def alloc(self, nbytes):
+        ptr = ctypes.c_uint64()
+        self._ok(self.cu.cuMemAlloc_v2(ctypes.byref(ptr), max(nbytes, 1)), f"cuMemAlloc({nbytes})")
+        return ptr.value
+
+    def free(self, ptr):
+        self._ok(self.cu.cuMemFree_v2(ptr), "cuMemFree")
+
+    def export(self, ptr) -> str:
+        h = _Handle()
+        self._ok(self.cu.cuIpcGetMemHandle(ctypes.byref(h), ptr), "cuIpcGetMemHandle")
+        return bytes(h.reserved).hex()
+
+    def open(self, handle: str):
+        raw = bytes.fromhex(handle)
+        if len(raw) != 64:
+            raise ValueError("an IPC handle is not 64 bytes")
+        h = _Handle()
+        ctypes.memmove(ctypes.addressof(h), raw, 64)
+        ptr = ctypes.c_uint64()
+        self._ok(self.cu.cuIpcOpenMemHandle_v2(ctypes.byref(ptr), h, 1), "cuIpcOpenMemHandle")
+        return ptr.value
+
+    def close(self, ptr):
+        self._ok(self.cu.cuIpcCloseMemHandle(ptr), "cuIpcCloseMemHandle")
+
+    def range(self, ptr):
+        """(base, size) of the allocation that holds ptr."""
+        base, size = ctypes.c_uint64(), ctypes.c_size_t()
+        self._ok(self.cu.cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size), ptr), "cuMemGetAddressRange")
+        return base.value, size.value
+
+    def extent(self, ptr):
+        """The bytes from ptr to the end of its allocation."""
+        base, size = self.range(ptr)
+        return base + size - ptr
+
+
+def device_bytes(torch, ptr, nbytes):
+    """A flat uint8 CUDA tensor over nbytes at ptr (no copy)."""
+    return torch.as_tensor(_DeviceArray(ptr, nbytes), device="cuda")

@@ -1,0 +1,278 @@
+"""The worker: the one process that imports the submission.
+
+    python -c "import worker; worker.main(FD)"
+
+FD is its end of the judge's channel (wire.Channel). The worker maps the
+inputs the judge hands it, calls custom_kernel and puts the output where
+the judge reads it; nothing it says is believed except a failure. It holds
+no expected output, no seed the judge draws, no clock that decides a score
+and no way to write the result stream.
+"""
+
+import os
+import socket
+import sys
+import time
+import traceback
+
+import wire
+
+
+def describe(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]
+
+
+class Refused(Exception):
+    """An output the judge cannot take, said without a traceback."""
+
+
+class Worker:
+    def __init__(self, chan):
+        import torch
+
+        import kbutils
+
+        self.chan, self.torch = chan, torch
+        self.dev = kbutils.device()
+        self.kernel = None
+        self.data = None  # the last call's input, for warm-up calls
+        self.inp = None  # CUDA: (ptr, flat tensor) of the judge's input buffer
+        self.held = None  # CUDA: the last output, until the judge has read it
+        self.spare = None  # CPU: (memfd, size) for the next output
+        self.start = self.done = None
+        self.self_time = None
+        if self.dev == "cuda":
+            torch.cuda.init()
+            torch.empty(1, device="cuda")  # the primary context, current on this thread
+            self.drv = wire.Driver()
+            self.done = torch.cuda.Event(interprocess=True)
+            self.done.record()
+
+    def hello(self):
+        msg = {"ready": True, "device": self.dev, "pid": os.getpid()}
+        if self.done is not None:
+            msg["done"] = bytes(self.done.ipc_handle()).hex()
+        return msg
+
+    def load(self):
+        if self.kernel is None:
+            import submission
+
+            fn = getattr(submission, "custom_kernel", None)
+            if not callable(fn):
+                raise AttributeError("submission.py defines no function custom_kernel(data)")
+            self.kernel = fn
+        return self.kernel
+
+    def serve(self):
+        while True:
+            try:
+                msg, fds = self.chan.recv()
+            except wire.Closed:
+                return
+            op = msg.get("op")
+            if op == "stop":
+                return
+            try:
+                if op in ("buffers", "release"):
+                    self.buffers(msg) if op == "buffers" else self.release()
+                    reply, out_fds = {"ok": True}, ()
+                elif op == "input":
+                    reply, out_fds = self.inputs(msg, fds), ()
+                elif op == "call":
+                    reply, out_fds = self.call(msg)
+                elif op == "warm":
+                    reply, out_fds = self.warm(msg), ()
+                elif op == "selftime":
+                    reply, out_fds = {"ns": self.own_time()}, ()
+                else:
+                    reply, out_fds = {"error": f"the worker does not know op {op!r}"}, ()
+            except Refused as e:
+                reply, out_fds = {"error": str(e)}, ()
+            except BaseException as e:  # noqa: BLE001 - a submission may raise anything
+                reply, out_fds = {"error": describe(e)}, ()
+            finally:
+                for fd in fds:
+                    os.close(fd)
+            self.chan.send(reply, out_fds)
+            for fd in out_fds:
+                os.close(fd)
+            if op == "call" and out_fds:
+                self.spare_for(reply.get("size"))
+
+    # ------------------------------------------------------------ inputs
+
+    def buffers(self, msg):
+        """The judge's (new) input buffer and its start event."""
+        torch = self.torch
+        self.release()
+        spec = msg["input"]
+        ptr = self.drv.open(spec["handle"])
+        self.inp = (ptr, wire.device_bytes(torch, ptr, int(spec["size"])))
+        self.start = torch.cuda.Event.from_ipc_handle(torch.cuda.current_device(), bytes.fromhex(msg["start"]))
+
+    def release(self):
+        """Let go of the judge's input buffer (it is about to free it)."""
+        if self.inp is not None:
+            self.torch.cuda.synchronize()
+            self.data = self.held = None
+            self.drv.close(self.inp[0])
+            self.inp = None
+
+    def inputs(self, msg, fds):
+        """The next call's input, set up before the call so that mapping
+        it costs nothing in the timed window: on the CPU a sealed memfd
+        mapped read-only, on CUDA views of the judge's input buffer."""
+        torch = self.torch
+        metas, size = msg["tensors"], int(msg["size"])
+        if self.dev == "cuda":
+            flat = self.inp[1]
+        else:
+            if len(fds) != 1:
+                raise RuntimeError("the judge sent no input memfd")
+            flat = wire.map_memfd(torch, fds[0], size)
+        self.data = wire.unflatten(msg["data"], wire.views(torch, flat, metas))
+        return {"ok": True}
+
+    # ------------------------------------------------------------- calls
+
+    def call(self, msg):
+        torch = self.torch
+        kernel = self.load()
+        self.held = None  # the judge has read the last output
+        data = self.data
+        if data is None:
+            raise RuntimeError("the judge called before it sent an input")
+        if self.dev != "cuda":
+            return self.ship(kernel(data))
+        torch.cuda.current_stream().wait_event(self.start)
+        self.self_time = None
+        if msg.get("selftime"):
+            # Read only when the judge asks (op selftime): waiting for them
+            # here would make the reply late.
+            self.self_time = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+            self.self_time[0].record()
+        out = kernel(data)
+        if self.self_time:
+            self.self_time[1].record()
+        reply = self.place(out)
+        self.done.record()
+        return reply, ()
+
+    def own_time(self):
+        """The last call's time by this process's own events (to measure
+        the judge's clock against), or None."""
+        if not self.self_time:
+            return None
+        e0, e1 = self.self_time
+        e1.synchronize()
+        return e0.elapsed_time(e1) * 1e6
+
+    def outputs(self, out):
+        """(layout, tensors) of an output, which must be plain tensors in
+        tuples or lists."""
+        torch = self.torch
+        tensors = []
+
+        def walk(x):
+            if type(x) is torch.Tensor and x.device.type != "meta":
+                tensors.append(x)
+                return {"t": len(tensors) - 1}
+            if isinstance(x, (tuple, list)):
+                return {type(x).__name__: [walk(y) for y in x]}
+            if type(x) is torch.Tensor:
+                raise Refused("the output has no storage (a meta tensor)")
+            if isinstance(x, torch.Tensor):
+                raise Refused(f"the output is a {type(x).__name__}, a subclass of torch.Tensor: expected a plain torch.Tensor")
+            raise Refused(f"the output holds a {type(x).__name__}: it must be plain tensors (in a tuple or list)")
+
+        return walk(out), tensors
+
+    def ship(self, out):
+        """CPU: the output in a sealed memfd of our own (the spare one made
+        after the last call, when it has the right size)."""
+        torch = self.torch
+        tree, tensors = self.outputs(out)
+        metas, size = wire.metas_of(torch, tensors)
+        fd, self.spare = self.spare, None
+        if fd is None or fd[1] != size:
+            if fd is not None:
+                os.close(fd[0])
+            fd = (wire.new_memfd("kernelbox-output", size), size)
+        try:
+            wire.fill_and_seal(fd[0], torch, tensors, metas)
+        except BaseException:
+            os.close(fd[0])
+            raise
+        return {"out": tree, "tensors": metas, "size": size}, (fd[0],)
+
+    def spare_for(self, size):
+        """A memfd for the next output, its pages allocated while the judge
+        checks this one."""
+        if isinstance(size, int) and self.spare is None:
+            self.spare = (wire.new_memfd("kernelbox-output", size), size)
+
+    def place(self, out):
+        """CUDA: where each output tensor lies, for the judge to read it
+        there: an IPC handle of its allocation and an offset. A tensor that
+        is not contiguous, or lives in memory that cannot be exported (a
+        stream-ordered pool, say), is first copied into memory that can
+        (torch's caching allocator), before the done event."""
+        torch, drv = self.torch, self.drv
+        tree, tensors = self.outputs(out)
+        held, where = [], []
+        for i, t in enumerate(tensors):
+            if t.device.type != "cuda":
+                raise Refused(f"custom_kernel returned a tensor on {t.device}; the output must be on cuda")
+            if not t.is_contiguous():
+                t = tensors[i] = t.contiguous()
+            at = self.locate(t)
+            if at is None:
+                t = tensors[i] = t.clone()
+                at = self.locate(t)
+                if at is None:
+                    raise RuntimeError("the output lives in memory the judge cannot open (cuIpcGetMemHandle failed)")
+            held.append(t)
+            where.append(at)
+        self.held = (out, held)  # alive until the judge has read them
+        metas, size = wire.metas_of(torch, tensors)
+        return {"out": tree, "tensors": metas, "at": where, "size": size}
+
+    def locate(self, t):
+        if t.numel() == 0:
+            return {"handle": "", "offset": 0}
+        try:
+            base, _ = self.drv.range(t.data_ptr())
+            return {"handle": self.drv.export(base), "offset": t.data_ptr() - base}
+        except RuntimeError:
+            return None
+
+    def warm(self, msg):
+        """Untimed calls on the last input: JIT compilation and caches."""
+        kernel, torch = self.load(), self.torch
+        t_end = time.perf_counter() + float(msg.get("seconds", 0.05))
+        for _ in range(int(msg.get("calls", 100))):
+            kernel(self.data)
+            if self.dev == "cuda":
+                torch.cuda.synchronize()
+            if time.perf_counter() > t_end:
+                break
+        return {"ok": True}
+
+
+def main(fd: int, null: bool = False):
+    """Serve the judge on fd. A null worker never imports the submission:
+    its kernel returns a tensor it made at start, so the judge can measure
+    what its clock costs with no work in it."""
+    chan = wire.Channel(socket.socket(fileno=fd))
+    try:
+        w = Worker(chan)
+        if null:
+            out = w.torch.zeros(64, device=w.dev)
+            w.kernel = lambda data: out
+    except BaseException as e:  # noqa: BLE001 - everything is reported
+        chan.send({"fatal": "harness set-up failed: " + describe(e)})
+        return
+    chan.send(w.hello())
+    w.serve()
+    sys.stdout.flush()
