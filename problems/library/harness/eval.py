@@ -1009,7 +1009,11 @@ def main(argv) -> int:
     if gpus is None and not check:
         pool = Pool(check=False)
     elif gpus is None:
+        t0 = time.perf_counter_ns()
         pool = Judge()
+        # The judge's start (torch, the device, the worker's and the null
+        # worker's start), for the run's breakdown of where time goes.
+        out.log("judge-start", time.perf_counter_ns() - t0)
     else:
         try:
             pool = Ranks(int(gpus), check=check)

@@ -683,9 +683,11 @@ class CudaLink:
         self.tb.synchronize()
         ns = self.ta.elapsed_time(self.tb) * 1e6
         torch.cuda.synchronize()
-        if not late and host_ns * HEAD_START_SLACK < self.head_ns:
+        if peer is self.j.peer and not late and host_ns * HEAD_START_SLACK < self.head_ns:
             # A one-off delay (a first call, a new allocation to open) must
             # not leave every later call sleeping through a long head start.
+            # Only the submission's replies count: the null worker's are
+            # always quick.
             self.head_ns = max(self.head_ns // 2, HEAD_START_NS)
         r = {"ns": ns, "late": late}
         if not all(torch.equal(c, s) for c, s in zip(caps, srcs)):

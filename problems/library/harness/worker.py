@@ -260,6 +260,19 @@ class Worker:
         return {"ok": True}
 
 
+def null_kernel(torch, out):
+    """The null worker's custom_kernel: one near-empty kernel on the
+    caller's stream (any real call launches at least one), then out."""
+    sleep = getattr(torch.cuda, "_sleep", None) if out.device.type == "cuda" else None
+
+    def kernel(data):
+        if sleep is not None:
+            sleep(1)
+        return out
+
+    return kernel
+
+
 def main(fd: int, null: bool = False):
     """Serve the judge on fd. A null worker never imports the submission:
     its kernel returns a tensor it made at start, so the judge can measure
@@ -269,7 +282,7 @@ def main(fd: int, null: bool = False):
         w = Worker(chan)
         if null:
             out = w.torch.zeros(64, device=w.dev)
-            w.kernel = lambda data: out
+            w.kernel = null_kernel(w.torch, out)
     except BaseException as e:  # noqa: BLE001 - everything is reported
         chan.send({"fatal": "harness set-up failed: " + describe(e)})
         return
