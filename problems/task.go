@@ -133,6 +133,17 @@ func (t *Task) RunsOn(gpuType string) bool {
 	return false
 }
 
+// NeedsTwin says whether a leaderboard run needs its secret-seed twin: a
+// second run with a secret mixed into every case seed, so that answers
+// precomputed from task.yml's seeds fail. Our judge (judge.py) draws the
+// seed of every ranked iteration itself at run time, so a one-device
+// problem on our harness needs none; a KernelBot harness, or our
+// multi-GPU path (its ranks still derive their seeds from the case's),
+// does.
+func (t *Task) NeedsTwin() bool {
+	return t.Harness != HarnessKernelbox || t.MultiGPU
+}
+
 // WorldSize is how many GPUs (on the CPU backend, CPU slots) one run of
 // the task on device needs: the largest world_size of the cases it runs
 // there for a multi-GPU problem, and 1 for any other.

@@ -297,3 +297,25 @@ func TestLoadCompetition_EmptyDeadline(t *testing.T) {
 		t.Errorf("problem b deadline = %v, want none", c.Problems[1].Deadline)
 	}
 }
+
+// TestTask_NeedsTwin: the secret-seed twin is dropped only where the judge
+// draws every ranked seed itself (our harness, one device).
+func TestTask_NeedsTwin(t *testing.T) {
+	for _, tt := range []struct {
+		dir  string
+		want bool
+	}{
+		{filepath.Join("library", "vectoradd"), false},
+		{filepath.Join("library", "matmul"), false},
+		{filepath.Join("library", "allreduce"), true}, // multi-GPU: ranks derive their seeds
+		{filepath.Join("testdata", "kernelbot", "identity_py"), true},
+	} {
+		task, err := LoadTask(tt.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := task.NeedsTwin(); got != tt.want {
+			t.Errorf("%s: NeedsTwin() = %v, want %v (harness %q, multi-GPU %v)", tt.dir, got, tt.want, task.Harness, task.MultiGPU)
+		}
+	}
+}
