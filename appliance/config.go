@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -143,26 +144,75 @@ type MeasureConfig struct {
 	// entry). Types without an entry keep the driver's default.
 	Clocks map[string]ClockSetting `yaml:"clocks"`
 	// Ceilings are a GPU type's peak rates for the problems' physics
-	// floors, over the datasheet figures kernelbox knows (gpu.PeakOf); a
-	// type with neither has no floor.
+	// floors, over the datasheet figures kernelbox knows (gpu.PeakOf) and,
+	// for the cpu type, the bandwidth measured at start (gpu.CPUPeak); a
+	// GPU type with neither has no floor.
 	Ceilings map[string]problems.Ceilings `yaml:"ceilings"`
 	// FloorSlack is the fraction of a physics floor a time may reach
 	// before the run is flagged (0: problems.DefaultFloorSlack).
 	FloorSlack float64 `yaml:"floor_slack"`
 }
 
-// ceilings are the peak rates a slot's times are held to, or nil.
+// ceilings are the peak rates a slot's times are held to, or nil: the
+// config's for the slot's type, else a known GPU's datasheet, else on a
+// CPU slot this host's measured bandwidth.
 func (m MeasureConfig) ceilings(slot Slot) *problems.Ceilings {
 	if c, ok := m.Ceilings[slot.GPUType]; ok {
 		return &c
 	}
 	if slot.GPU == nil {
-		return nil
+		return floorCeilings(gpu.CPUPeak())
 	}
 	p, ok := gpu.PeakOf(gpu.TypeOf(slot.GPU.Name, nil))
 	if !ok {
 		return nil
 	}
+	return floorCeilings(p)
+}
+
+// measuresCPU says whether a CPU slot's ceiling is the measured one, which
+// the daemon then takes at start.
+func (m MeasureConfig) measuresCPU(slots []Slot) bool {
+	for _, s := range slots {
+		if _, set := m.Ceilings[s.GPUType]; s.GPU == nil && !set {
+			return true
+		}
+	}
+	return false
+}
+
+// LocalCeilings are the peak rates `kernelbox eval` holds a harness's
+// timings to, as the daemon would on a slot of this host: on the CPU
+// backend (device cpu) the measured bandwidth, on a GPU its model's
+// datasheet. inv is the host's GPUs (gpu.Discover): the harness may pick
+// any of them, so they must all be one known model. from says where the
+// ceilings come from, or why there are none.
+func LocalCeilings(device string, inv gpu.Inventory) (ce *problems.Ceilings, from string) {
+	if device == "cpu" {
+		p := gpu.CPUPeak()
+		return floorCeilings(p), fmt.Sprintf("this host's measured bandwidth (%.1f GB/s, twice its best copy)", p.BytesPerSec/1e9)
+	}
+	var models []string
+	for _, g := range inv.GPUs {
+		if t := gpu.TypeOf(g.Name, nil); !slices.Contains(models, t) {
+			models = append(models, t)
+		}
+	}
+	switch {
+	case len(models) == 0:
+		return nil, "none: no GPU found (" + strings.Join(inv.Notes, "; ") + ")"
+	case len(models) > 1:
+		return nil, "none: the harness may pick any of this host's GPUs, of models " + strings.Join(models, ", ")
+	}
+	p, ok := gpu.PeakOf(models[0])
+	if !ok {
+		return nil, fmt.Sprintf("none: kernelbox knows no datasheet figures for the %s", models[0])
+	}
+	return floorCeilings(p), fmt.Sprintf("the %s datasheet (%.2f TB/s, %.0f TFLOP/s bf16)", models[0], p.BytesPerSec/1e12, p.BF16PerSec/1e12)
+}
+
+// floorCeilings are a peak as the problems' floors read it.
+func floorCeilings(p gpu.Peak) *problems.Ceilings {
 	return &problems.Ceilings{BytesPerSec: p.BytesPerSec, BF16PerSec: p.BF16PerSec, Int8PerSec: p.Int8PerSec}
 }
 

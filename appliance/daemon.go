@@ -127,6 +127,12 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	gslots := gpuSlots(d.inventory, cpus)
 	d.openMonitor(gslots)
 	slots := append(gslots, cpuSlots(d.cfg.CPUSlots, cpus)...)
+	if d.cfg.Measurement.measuresCPU(slots) {
+		// Now, before any run: a run on another slot would slow the copy
+		// (a low ceiling flags honest kernels) and the copy would slow the
+		// run. Jobs read the cached figure.
+		d.log.Info("measured this host's bandwidth, the CPU slots' ceiling for physics floors", "bytes_per_s", gpu.CPUPeak().BytesPerSec)
+	}
 	if len(d.svc.health) == 0 && len(slots) == 0 {
 		d.svc.health = append(d.svc.health, "no slots: no GPU was found and cpu_slots is 0")
 	}

@@ -1170,6 +1170,31 @@ func TestDaemon_Scanner(t *testing.T) {
 	}
 }
 
+// TestDaemon_MeasuredCPUFloor: with no ceilings in the config, a CPU slot
+// is held to this host's measured bandwidth, which no run beats on a
+// petabyte a case.
+func TestDaemon_MeasuredCPUFloor(t *testing.T) {
+	t.Parallel()
+	td := startDaemon(t, t.TempDir(), nil)
+	td.loadQuickAs("petabyte", "ranking_by: geom", "ranking_by: geom\nfloor: {bytes: \"1e15 * n\"}")
+	alice, _ := td.user("alice")
+	sub, err := alice.Submit(t.Context(), api.SubmitRequest{Leaderboard: "petabyte", Mode: "benchmark", Code: []byte("def custom_kernel(xs):\n    return [2 * x for x in xs]\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := td.admin.Wait(t.Context(), sub.ID, nil)
+	if err != nil || !v.Passed {
+		t.Fatalf("submission = %+v, %v; want passed", v, err)
+	}
+	var rules []string
+	for _, f := range v.Findings {
+		rules = append(rules, f.Rule)
+	}
+	if want := []string{problems.FlagPhysicsFloor, problems.FlagPhysicsFloor}; !slices.Equal(rules, want) {
+		t.Errorf("findings %+v, want %v (both benchmarks under the measured floor)", v.Findings, want)
+	}
+}
+
 // TestDaemon_PhysicsFloor: a ranked time under the problem's physics floor
 // (bytes moved at the slot's peak bandwidth, here a CPU slot given an
 // absurdly low one) flags the submission out of the rankings, and its score

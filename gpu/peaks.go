@@ -1,12 +1,12 @@
 package gpu
 
-// Peak is a GPU model's datasheet peak: memory bandwidth and dense
-// (not sparse) tensor-core throughput. No kernel beats it, so with a
-// problem's bytes and operations per case it gives the least time a correct
-// kernel can take; a ranked time far below that is a broken timer or a
-// cheat.
+// Peak is a GPU model's datasheet peak (or the CPU backend's measured
+// one, CPUPeak): memory bandwidth and dense (not sparse) tensor-core
+// throughput. No kernel beats it, so with a problem's bytes and operations
+// per case it gives the least time a correct kernel can take; a ranked
+// time far below that is a broken timer or a cheat.
 type Peak struct {
-	BytesPerSec float64 // HBM or GDDR bandwidth
+	BytesPerSec float64 // HBM or GDDR bandwidth; the CPU's, measured
 	BF16PerSec  float64 // dense fp16/bf16 tensor FLOP/s
 	Int8PerSec  float64 // dense int8 (or fp8, the larger) tensor op/s
 }

@@ -60,8 +60,9 @@ type EvalOptions struct {
 	// Profiler, when set, runs profile mode under Nsight Compute; without
 	// it the harness prints PyTorch's profiler table.
 	Profiler *Profiler
-	// Ceilings, when set, are the GPU's peak rates: with the task's floor
-	// they bound each benchmark's time from below (a PHYSICS_FLOOR flag).
+	// Ceilings, when set, are the device's peak rates (a GPU's datasheet,
+	// the CPU backend's measured bandwidth): with the task's floor they
+	// bound each benchmark's time from below (a PHYSICS_FLOOR flag).
 	Ceilings *Ceilings
 	// FloorSlack is the fraction of the floor a time may reach before it is
 	// impossible; 0 means DefaultFloorSlack.
@@ -469,7 +470,7 @@ func compileCUDA(ctx context.Context, l Launcher, t *Task, opts EvalOptions) (Ph
 	return ph, nil
 }
 
-// applyFloor sets each benchmark's MinNs from the task's floor and the GPU's
+// applyFloor sets each benchmark's MinNs from the task's floor and the device's
 // ceilings, and notes the means below it.
 func applyFloor(t *Task, opts EvalOptions, rep *Report) error {
 	if t.Floor == nil || opts.Ceilings == nil {
@@ -497,7 +498,7 @@ func applyFloor(t *Task, opts EvalOptions, rep *Report) error {
 		b.MinNs = ns * slack
 		if b.Runs > 0 && b.Mean < b.MinNs {
 			rep.Flags = append(rep.Flags, Flag{Rule: FlagPhysicsFloor, Message: fmt.Sprintf(
-				"benchmark %d (%s): mean %s is under %s, %.0f %% of the least time this GPU's peak bandwidth and throughput allow (%s)",
+				"benchmark %d (%s): mean %s is under %s, %.0f %% of the least time this device's peak bandwidth and throughput allow (%s)",
 				b.Index, cases[b.Index], FormatNS(b.Mean), FormatNS(b.MinNs), slack*100, FormatNS(ns))})
 		}
 	}

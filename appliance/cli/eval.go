@@ -49,7 +49,9 @@ type evalJSON struct {
 	*problems.Report
 	Submission string                `json:"submission"`
 	Python     *problems.Interpreter `json:"python"`
-	WorkDir    string                `json:"work_dir,omitempty"`
+	// Ceilings are the peak rates the physics floor was held to, if any.
+	Ceilings *problems.Ceilings `json:"ceilings,omitempty"`
+	WorkDir  string             `json:"work_dir,omitempty"`
 }
 
 func runEval(c *cli.Context) error {
@@ -115,8 +117,17 @@ func runEval(c *cli.Context) error {
 		return err
 	}
 	defer cleanup()
+	// Found before the harness starts, whose runs would slow the CPU
+	// backend's measurement; only timed modes of a problem with a floor
+	// use them.
+	var ceilings *problems.Ceilings
+	var ceilingsFrom string
+	if task.Floor != nil && (mode == problems.ModeBenchmark || mode == problems.ModeLeaderboard) {
+		ceilings, ceilingsFrom = evalCeilings(c, it.Device)
+	}
 	rep, err := problems.Evaluate(c.Context, launcher, task, problems.EvalOptions{
 		Mode: mode, Python: it.Path, Device: it.Device, Seed: seed, Env: env, WorkDir: work, Submission: sub, Profiler: profiler,
+		Ceilings: ceilings,
 	})
 	if err != nil {
 		return &ExitError{Code: api.ExitUsage, Err: err}
@@ -130,7 +141,7 @@ func runEval(c *cli.Context) error {
 	}
 	w := c.App.Writer
 	if c.Bool("json") {
-		doc := evalJSON{Report: rep, Submission: subPath, Python: it}
+		doc := evalJSON{Report: rep, Submission: subPath, Python: it, Ceilings: ceilings}
 		if keep {
 			doc.WorkDir = work
 		}
@@ -145,6 +156,9 @@ func runEval(c *cli.Context) error {
 			runtime = fmt.Sprintf("python %s (torch %s)", it.Path, it.Torch)
 		}
 		fmt.Fprintf(w, "problem %s · mode %s · device %s · %s\n", task.Name, mode, it.Device, runtime)
+		if ceilingsFrom != "" {
+			fmt.Fprintf(w, "physics floor ceilings: %s\n", ceilingsFrom)
+		}
 		writeReport(w, rep, c.Bool("verbose"))
 		if p := rep.Profile; p != nil {
 			writeProfileSummary(w, p, "")
@@ -236,6 +250,14 @@ func writeReport(w io.Writer, rep *problems.Report, verbose bool) {
 	fmt.Fprintln(w)
 	if rep.Score != nil {
 		fmt.Fprintf(w, "score: %s (%s of %d benchmark means)\n", problems.FormatNS(*rep.Score*1e9), rep.RankingBy, len(rep.Benchmarks))
+	}
+	if len(rep.Flags) > 0 {
+		// As the daemon records them: the run stands, but on the box an
+		// organiser reviews it before it ranks.
+		fmt.Fprintln(w, "flagged for review:")
+		for _, f := range rep.Flags {
+			fmt.Fprintf(w, "  %s: %s\n", f.Rule, f.Message)
+		}
 	}
 	if rep.Passed {
 		fmt.Fprintln(w, "PASSED")

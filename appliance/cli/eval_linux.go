@@ -16,6 +16,17 @@ import (
 	"kernelbox/sandbox"
 )
 
+// evalCeilings are the peak rates eval holds the timings to, as the
+// daemon would on this host, and where they come from: on a GPU, NVML's or
+// sysfs's model of it.
+func evalCeilings(c *cli.Context, device string) (*problems.Ceilings, string) {
+	var inv gpu.Inventory
+	if device != "cpu" {
+		inv = gpu.Discover(c.Context, gpu.Options{})
+	}
+	return appliance.LocalCeilings(device, inv)
+}
+
 // evalLauncher is what `kernelbox eval` runs the harness with: the
 // process itself, or with --sandbox the daemon's sandboxed launcher; and
 // in profile mode, Nsight Compute where there is a CUDA device (or where

@@ -37,6 +37,12 @@ func linuxOnly(name, usage string) *cli.Command {
 	}
 }
 
+// evalCeilings: the client build links neither NVML nor the host
+// measurement (kernelbox/gpu), so its eval applies no physics floor.
+func evalCeilings(*cli.Context, string) (*problems.Ceilings, string) {
+	return nil, "none in this client build (the box's build applies them)"
+}
+
 // evalLauncher runs the harness as a process of this machine: --sandbox
 // and Nsight Compute are Linux's.
 func evalLauncher(c *cli.Context, _ *problems.Interpreter, mode problems.Mode) (problems.Launcher, []string, *problems.Profiler, func(), error) {
