@@ -124,15 +124,7 @@ type Flag struct {
 const (
 	// FlagPhysicsFloor: a benchmark's mean under its physics floor.
 	FlagPhysicsFloor = "PHYSICS_FLOOR"
-	// FlagOffStream: most of a benchmark's timed calls left work running on
-	// the device after they returned, past their own stream (another
-	// stream, a thread): the harness timed those to the device's end, but
-	// the kernel is not what it seems.
-	FlagOffStream = "OFF_STREAM_WORK"
 )
-
-// offStreamMinRuns: fewer timed calls say too little to flag.
-const offStreamMinRuns = 10
 
 // Materialize writes the task's files into dir, the submission in place of
 // the placeholder.
@@ -216,7 +208,6 @@ func Evaluate(ctx context.Context, l Launcher, t *Task, opts EvalOptions) (*Repo
 	if err := applyFloor(t, opts, rep); err != nil {
 		return nil, fmt.Errorf("evaluate %s: %w", t.Name, err)
 	}
-	flagOffStream(t, opts.Device, rep)
 	rep.Passed = true
 	if opts.Mode == ModeLeaderboard {
 		score, err := Score(t.RankingBy, rep.Benchmarks)
@@ -503,21 +494,6 @@ func applyFloor(t *Task, opts EvalOptions, rep *Report) error {
 		}
 	}
 	return nil
-}
-
-// flagOffStream flags the benchmarks where more than half the timed calls'
-// tails were counted. Honest kernels have a few, from host hiccups that
-// stayed long over the harness's retries.
-func flagOffStream(t *Task, device string, rep *Report) {
-	cases := t.BenchmarksFor(device)
-	for _, b := range rep.Benchmarks {
-		if b.Runs < offStreamMinRuns || 2*b.Tails <= b.Runs || b.Index < 0 || b.Index >= len(cases) {
-			continue
-		}
-		rep.Flags = append(rep.Flags, Flag{Rule: FlagOffStream, Message: fmt.Sprintf(
-			"benchmark %d (%s): %d of %d timed calls left work running on the device after they returned (work on another stream?); they were timed to the device's end",
-			b.Index, cases[b.Index], b.Tails, b.Runs)})
-	}
 }
 
 // FormatNS prints a duration given in nanoseconds with three decimals in

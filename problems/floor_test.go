@@ -111,25 +111,3 @@ floor: {bytes: "3 * n * 2"}
 		t.Errorf("applyFloor without ceilings = %v, %+v", err, rep2)
 	}
 }
-
-func TestFlagOffStream(t *testing.T) {
-	t.Parallel()
-	task := &Task{Benchmarks: []Case{NewCase("n", "1"), NewCase("n", "2"), NewCase("n", "3")}}
-	rep := &Report{Benchmarks: []BenchmarkResult{
-		{Index: 0, Runs: 100, Mean: 1, Tails: 3},
-		{Index: 1, Runs: 100, Mean: 1, Tails: 51},
-		{Index: 2, Runs: 99, Mean: 1, Tails: 50},
-	}}
-	flagOffStream(task, "cuda", rep)
-	// 51 of 100 is over half, 50 of 99 too; 3 of 100 is honest noise.
-	if len(rep.Flags) != 2 || rep.Flags[0].Rule != FlagOffStream ||
-		!strings.Contains(rep.Flags[0].Message, "benchmark 1 (n: 2): 51 of 100 timed calls left work running") ||
-		!strings.Contains(rep.Flags[1].Message, "benchmark 2 (n: 3): 50 of 99") {
-		t.Errorf("Flags = %+v", rep.Flags)
-	}
-
-	few := &Report{Benchmarks: []BenchmarkResult{{Index: 0, Runs: 5, Mean: 1, Tails: 5}}}
-	if flagOffStream(task, "cuda", few); few.Flags != nil {
-		t.Errorf("Flags = %+v, want none (too few runs)", few.Flags)
-	}
-}

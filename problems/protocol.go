@@ -77,7 +77,9 @@ type BenchmarkResult struct {
 	// Score counts a faster mean as this.
 	MinNs float64 `json:"min_ns,omitempty"`
 	// Tails counts the timed calls that left work running past their own
-	// stream, which the harness then timed to the device's end.
+	// stream, which the worker-side timer of before issue 17 timed to the
+	// device's end; kept so that reports stored then still read. The
+	// judge's clock has no tails.
 	Tails int `json:"tails,omitempty"`
 }
 

@@ -391,7 +391,7 @@ class _Worker:
                 return {"error": f"timed iteration {i}: {msg}" if msg else PEER_FAILED, "peer": not msg}
             if stop:
                 break
-        return {"times": times, "tails": 0}
+        return {"times": times}
 
     def run_checked(self, kernel, data, expected):
         arg = self.kb.clone_data(data)
@@ -919,19 +919,13 @@ def run_benchmarks(out: Popcorn, pool: Pool, cases, kind: str) -> int:
         s = stats(times)
         for key in ("runs", "mean", "std", "err", "best", "worst"):
             out.log(f"benchmark.{i}.{key}", s[key] if key == "runs" else f"{s[key]:.3f}")
-        # How many timed calls left work running past their own stream
-        # (counted in full), against the host round trip of this process.
-        tails = reply.get("tails", 0)
-        out.log(f"benchmark.{i}.tails", tails if isinstance(tails, int) and tails >= 0 else 0)
-        for key, name in (("retries", "retries"), ("tail_ns", "round_trip"), ("tail_limit_ns", "tail_limit")):
-            v = reply.get(key)
-            if isinstance(v, (int, float)) and math.isfinite(v):
-                out.log(f"benchmark.{i}.{name}", f"{v:.0f}")
         # The judge's CUDA clock: calls timed again because the worker's
-        # reply came after the head start had run out, calls whose late
-        # time counted, the head start reached, and (KERNELBOX_JUDGE_SELFTIME)
-        # the worker's own event times, to measure the judge's error.
-        for key, name in (("late", "late"), ("head_start_ns", "head_start"), ("worker_mean", "worker_mean"), ("segments", "segments")):
+        # reply came after the head start had run out (retries), calls
+        # whose late time counted (late), the head start reached, and
+        # (KERNELBOX_JUDGE_SELFTIME) the worker's own event times, to
+        # measure the judge's error.
+        for key, name in (("retries", "retries"), ("late", "late"), ("head_start_ns", "head_start"), ("worker_mean", "worker_mean"),
+                          ("segments", "segments")):
             v = reply.get(key)
             if isinstance(v, (int, float)) and math.isfinite(v):
                 out.log(f"benchmark.{i}.{name}", f"{v:.0f}" if key != "worker_mean" else f"{v:.3f}")

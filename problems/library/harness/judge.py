@@ -616,7 +616,8 @@ class CudaLink:
         set, that is, when the time counts."""
         torch = self.torch
         if retry and self.null is None:
-            return {"error": f"the judge cannot time calls on this GPU: its null worker is {self.null_status}"}
+            # The box's failure, never the submission's: no made-up time.
+            raise WorkerDied(f"the judge cannot time calls on this GPU: its null worker is {self.null_status}", setup=True)
         tensors = []
         tree = wire.flatten(torch, data, tensors)
         metas, size = wire.metas_of(torch, tensors)
