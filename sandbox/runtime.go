@@ -210,6 +210,12 @@ func (r *Runtime) Run(ctx context.Context, s Spec) (*Result, error) {
 	if err != nil {
 		return fail(op, err)
 	}
+	if err := p.open(ctx, s.Gate); err != nil {
+		_ = container.Signal(unix.SIGKILL)
+		p.wait(ctx, container, 0)
+		p.out.drain()
+		return nil, fmt.Errorf("gate of run %s: %w", id, err)
+	}
 	end := p.wait(ctx, container, s.Limits.WallTime)
 	res.Wall = time.Since(p.began)
 	p.out.drain()
@@ -296,6 +302,26 @@ type process struct {
 	proc  *libcontainer.Process
 	out   *outputs
 	began time.Time
+	// goW is the gate's end of the go pipe (Spec.Gate), nil without one.
+	goW *os.File
+}
+
+// open passes the gate: it waits for gate, then tells the process to go
+// and restarts the wall clock, which counts the run from there. Without a
+// gate there is nothing to wait for.
+func (p *process) open(ctx context.Context, gate func(context.Context) error) error {
+	if p.goW == nil {
+		return nil
+	}
+	defer p.goW.Close()
+	if err := gate(ctx); err != nil {
+		return err
+	}
+	p.began = time.Now()
+	// A process that died while it waited gets EPIPE here; its death is
+	// what the run reports.
+	_, _ = p.goW.Write([]byte{1})
+	return nil
 }
 
 // start starts the container's init with our pipes; on an error, op says
@@ -327,6 +353,22 @@ func start(container *libcontainer.Container, s *Spec) (*process, string, error)
 		proc.ExtraFiles = []*os.File{pw}
 		proc.Env = append(proc.Env, "POPCORN_FD=3")
 	}
+	var goR, goW *os.File
+	if s.Gate != nil {
+		if goR, goW, err = os.Pipe(); err != nil {
+			outW.Close()
+			errW.Close()
+			if pw != nil {
+				pw.Close()
+				out.resultRead.Close()
+				out.resultRead = nil
+			}
+			out.drain()
+			return nil, "go pipe", err
+		}
+		proc.ExtraFiles = append(proc.ExtraFiles, goR)
+		proc.Env = append(proc.Env, fmt.Sprintf("KERNELBOX_GO_FD=%d", 2+len(proc.ExtraFiles)))
+	}
 	began := time.Now()
 	runErr := container.Run(proc)
 	outW.Close() // the container has its own copies now
@@ -334,11 +376,17 @@ func start(container *libcontainer.Container, s *Spec) (*process, string, error)
 	if pw != nil {
 		pw.Close()
 	}
+	if goR != nil {
+		goR.Close()
+	}
 	if runErr != nil {
 		_ = container.Signal(unix.SIGKILL)
 		if out.resultRead != nil {
 			out.resultRead.Close()
 			out.resultRead = nil
+		}
+		if goW != nil {
+			goW.Close()
 		}
 		out.drain()
 		return nil, "start", runErr
@@ -353,7 +401,7 @@ func start(container *libcontainer.Container, s *Spec) (*process, string, error)
 			_, _ = io.Copy(dst, r)
 		}(out.resultRead)
 	}
-	return &process{proc: proc, out: out, began: began}, "", nil
+	return &process{proc: proc, out: out, began: began, goW: goW}, "", nil
 }
 
 // ending is how a run's init ended.

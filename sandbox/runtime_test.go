@@ -3,11 +3,13 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -423,4 +425,66 @@ func TestRuntime_Mask(t *testing.T) {
 	if _, err := Validate(Spec{Args: []string{"x"}, Limits: s.Limits, Mask: []string{"/etc/passwd"}}); !errors.Is(err, ErrInvalidSpec) {
 		t.Errorf("a mask outside /proc: %v, want ErrInvalidSpec", err)
 	}
+}
+
+// TestRuntime_Gate: a gated run starts at once and prepares, reads the
+// go byte only once the gate opens, and has its wall limit counted from
+// there; a gate that fails kills the run and leaves nothing behind.
+func TestRuntime_Gate(t *testing.T) {
+	t.Parallel()
+	r := newTestRuntime(t)
+
+	// The script says it is ready on the result pipe, then waits for go.
+	s := shSpec(`echo ready >&3; head -c1 <&$KERNELBOX_GO_FD >/dev/null && echo went >&3; sleep 1.5`)
+	s.ResultPipe = true
+	s.Limits.WallTime = 3 * time.Second
+	ready := &signalWriter{want: "ready", seen: make(chan struct{})}
+	s.ResultTee = ready
+	s.Gate = func(ctx context.Context) error {
+		select {
+		case <-ready.seen: // the process ran before the gate opened
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		// Held past the wall limit: it must count from go, not from start.
+		time.Sleep(3500 * time.Millisecond)
+		return nil
+	}
+	res, err := r.Run(t.Context(), s)
+	if err != nil {
+		t.Fatalf("Run() = %v", err)
+	}
+	if res.Verdict != VerdictOK || string(res.ResultData) != "ready\nwent\n" {
+		t.Errorf("gated run: verdict %s (%s), result %q; want ok, ready then went", res.Verdict, res.Error, res.ResultData)
+	}
+	if res.Wall > 3*time.Second {
+		t.Errorf("Wall = %v, want it counted from go (under 3 s)", res.Wall)
+	}
+
+	shut := shSpec(`head -c1 <&$KERNELBOX_GO_FD >/dev/null; echo went`)
+	errGate := errors.New("the GPU did not cool down")
+	shut.Gate = func(context.Context) error { return errGate }
+	res, err = r.Run(t.Context(), shut)
+	if !errors.Is(err, errGate) || res != nil {
+		t.Fatalf("Run() with a failing gate = %+v, %v; want nil and the gate's error", res, err)
+	}
+}
+
+// signalWriter closes seen once want has been written to it.
+type signalWriter struct {
+	mu   sync.Mutex
+	buf  strings.Builder
+	want string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if strings.Contains(w.buf.String(), w.want) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return len(p), nil
 }

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -64,6 +65,14 @@ type Spec struct {
 	// of its own network namespace, the only interface there: the ranks of
 	// a multi-GPU problem talk that way.
 	Loopback bool `json:"loopback,omitempty"`
+	// Gate, when set, holds the run at its start: the process is started
+	// at once with one more descriptor, named by KERNELBOX_GO_FD, and Run
+	// calls Gate; when it returns nil Run writes one byte there and the
+	// wall limit starts counting. The process prepares what needs no
+	// device (imports, its own children) and reads the byte before it
+	// touches one: a warm start, while the device is still another run's.
+	// When Gate fails, the run is killed and Run returns Gate's error.
+	Gate func(context.Context) error `json:"-"`
 
 	workBind string // the host directory behind /work when Keep is set
 }
