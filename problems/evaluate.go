@@ -70,6 +70,46 @@ type EvalOptions struct {
 	// GPUs is how many GPUs a multi-GPU problem's run has (POPCORN_GPUS),
 	// as the queue allocated them; 0 means as many as its cases need.
 	GPUs int
+	// Cache is a host directory for this submitter's persistent compile
+	// caches (CacheEnv), "" for none: each launch gets it (Launch.Cache),
+	// so a resubmission finds what an earlier run built.
+	Cache string
+	// Gate, when set, returns once the device is this run's (the runner's
+	// GPU freed, gated and sampled); an error ends the evaluation with it.
+	// Evaluate calls it once, before the first harness launch: our Python
+	// harness is launched first and waits for it (a warm start, see
+	// Launch.Gate); any other is launched after it.
+	Gate func(context.Context) error
+
+	gate *gateOnce // the run's one pass of Gate
+}
+
+// warmStarts says whether t's harness waits for the gate itself
+// (KERNELBOX_GO_FD), preparing before it: ours, in Python. A KernelBot
+// harness or a compiled one would touch the device at once.
+func warmStarts(t *Task) bool {
+	return t.Harness == HarnessKernelbox && t.Lang == LangPython
+}
+
+// gateOnce passes EvalOptions.Gate at most once per evaluation.
+type gateOnce struct {
+	fn     func(context.Context) error
+	passed bool
+}
+
+// attach readies launch for a gated run: a launch of a harness that
+// waits for the gate itself (warm) carries it; before any other the gate
+// is passed here. Launches after the first pass go at once.
+func (g *gateOnce) attach(ctx context.Context, launch *Launch, waits bool) error {
+	if g == nil || g.fn == nil || g.passed {
+		return nil
+	}
+	g.passed = true
+	if waits {
+		launch.Gate = g.fn
+		return nil
+	}
+	return g.fn(ctx)
 }
 
 // DefaultFloorSlack: a time under half the physics floor is impossible,
@@ -186,6 +226,7 @@ func Evaluate(ctx context.Context, l Launcher, t *Task, opts EvalOptions) (*Repo
 		entry = []string{"./eval.out"}
 	}
 	env := harnessEnv(t, opts)
+	opts.gate = &gateOnce{fn: opts.Gate}
 	if t.Harness == HarnessKernelbox && len(steps) > 1 {
 		done, err := runTogether(ctx, l, t, opts, rep, steps, entry, env)
 		if err != nil {
@@ -279,7 +320,8 @@ func runPhase(ctx context.Context, l Launcher, t *Task, opts EvalOptions, rep *R
 		return true, fmt.Errorf("evaluate %s: write cases: %w", t.Name, err)
 	}
 	argv := append(append([]string(nil), entry...), s.name, casesName)
-	launch := Launch{Dir: opts.WorkDir, Argv: argv, Env: env, Timeout: s.timeout, OutputLimit: opts.OutputLimit, Loopback: t.MultiGPU}
+	launch := Launch{Dir: opts.WorkDir, Argv: argv, Env: env, Timeout: s.timeout, OutputLimit: opts.OutputLimit, Loopback: t.MultiGPU,
+		Cache: opts.Cache}
 	profiled := s.name == "profile" && opts.Profiler != nil
 	if profiled {
 		launch.Argv = opts.Profiler.recordArgv(argv, t.Lang == LangPython)
@@ -288,6 +330,9 @@ func runPhase(ctx context.Context, l Launcher, t *Task, opts EvalOptions, rep *R
 	}
 	if s.name == "test" {
 		launch.Progress = testsAsTheyCome(opts)
+	}
+	if err := opts.gate.attach(ctx, &launch, warmStarts(t) && !profiled); err != nil {
+		return true, fmt.Errorf("evaluate %s: %s phase: %w", t.Name, s.name, err)
 	}
 	out, err := l.Launch(ctx, launch)
 	if err != nil {
@@ -437,7 +482,7 @@ func compileCUDA(ctx context.Context, l Launcher, t *Task, opts EvalOptions) (Ph
 	argv = append(argv, t.Config.Sources...)
 	argv = append(argv, "-o", "eval.out")
 	out, err := l.Launch(ctx, Launch{Dir: opts.WorkDir, Argv: argv, Env: opts.Env, Timeout: 120 * time.Second,
-		OutputLimit: opts.OutputLimit, Keep: []string{"eval.out"}})
+		OutputLimit: opts.OutputLimit, Keep: []string{"eval.out"}, Cache: opts.Cache})
 	ph := Phase{Name: "compile", ExitCode: out.ExitCode, TimedOut: out.TimedOut, Wall: out.Wall,
 		Stdout: string(out.Stdout), Stderr: string(out.Stderr), Truncated: out.Truncated}
 	if err != nil {

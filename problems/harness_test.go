@@ -2,12 +2,16 @@ package problems_test
 
 import (
 	"cmp"
+	"context"
 	"encoding/base64"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"kernelbox/internal/testutil"
 	"kernelbox/problems"
@@ -271,4 +275,95 @@ func TestHarness_ProfileMode(t *testing.T) {
 	if err != nil || !strings.Contains(string(report), "softmax") {
 		t.Errorf("profile report = %q, %v; want a profiler table naming softmax", report, err)
 	}
+}
+
+// TestHarness_WarmStart: with a gate, our harness starts at once, imports
+// torch and starts its worker, and waits at the gate before it touches
+// the device (its extras say how long it prepared and waited); a
+// KernelBot harness, which would not wait, is launched only after the
+// gate. A failing gate ends the evaluation with its error.
+func TestHarness_WarmStart(t *testing.T) {
+	t.Parallel()
+	it := testutil.RequireTorch(t)
+	ours, err := problems.LoadTask(filepath.Join("library", "vectoradd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join("library", "vectoradd", "templates", "torch.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hold = 4 * time.Second
+	gated := 0
+	gate := func(ctx context.Context) error {
+		gated++
+		select {
+		case <-time.After(hold): // the previous run still has the device
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	spy := &gateSpy{}
+	rep, err := problems.Evaluate(t.Context(), spy, ours, problems.EvalOptions{Mode: problems.ModeBenchmark,
+		Python: it.Path, Device: it.Device, Env: os.Environ(), WorkDir: t.TempDir(), Submission: src, Gate: gate})
+	if err != nil || !rep.Passed {
+		t.Fatalf("Evaluate with a gate = %+v, %v; want passed", rep, err)
+	}
+	if spy.gated != 1 {
+		t.Errorf("%d launches carried the gate, want the harness's one", spy.gated)
+	}
+	if gated != 1 {
+		t.Errorf("the gate was passed %d times, want once", gated)
+	}
+	extra := rep.Phases[0].Result.Extra
+	prepare, err1 := strconv.ParseInt(extra["judge-prepare"], 10, 64)
+	waited, err2 := strconv.ParseInt(extra["judge-gate"], 10, 64)
+	// The harness went on only once the gate had held for hold since it
+	// started (how much of that it spent preparing depends on the
+	// machine's load).
+	if err1 != nil || err2 != nil || prepare <= 0 || time.Duration(prepare+waited) < hold*9/10 {
+		t.Errorf("extras judge-prepare %q, judge-gate %q; want them to add up to the gate's %v", extra["judge-prepare"], extra["judge-gate"], hold)
+	}
+
+	kb, err := problems.LoadTask(filepath.Join("testdata", "kernelbot", "identity_py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := os.ReadFile(filepath.Join("testdata", "kernelbot", "identity_py", "submission.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	passed := false
+	l := &gateSpy{}
+	rep, err = problems.Evaluate(t.Context(), l, kb, problems.EvalOptions{Mode: problems.ModeTest,
+		Python: it.Path, Device: it.Device, Env: os.Environ(), WorkDir: t.TempDir(), Submission: sub,
+		Gate: func(context.Context) error { passed = true; return nil }})
+	if err != nil || !rep.Passed || !passed {
+		t.Errorf("KernelBot harness with a gate: %+v, %v, gate passed %v; want passed, the gate passed", rep, err, passed)
+	}
+	if l.gated != 0 || l.launches == 0 {
+		t.Errorf("KernelBot harness: %d of %d launches carried the gate, want none (it is passed before)", l.gated, l.launches)
+	}
+
+	errGate := errors.New("the GPU stayed hot")
+	_, err = problems.Evaluate(t.Context(), problems.ExecLauncher{}, ours, problems.EvalOptions{Mode: problems.ModeTest,
+		Python: it.Path, Device: it.Device, Env: os.Environ(), WorkDir: t.TempDir(), Submission: src,
+		Gate: func(context.Context) error { return errGate }})
+	if !errors.Is(err, errGate) {
+		t.Errorf("Evaluate with a failing gate = %v, want the gate's error", err)
+	}
+}
+
+// gateSpy is ExecLauncher, counting the launches that carry a gate.
+type gateSpy struct {
+	launches, gated int
+}
+
+func (s *gateSpy) Launch(ctx context.Context, l problems.Launch) (problems.Outcome, error) {
+	s.launches++
+	if l.Gate != nil {
+		s.gated++
+	}
+	return problems.ExecLauncher{}.Launch(ctx, l)
 }

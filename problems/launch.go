@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -31,6 +32,16 @@ type Launch struct {
 	// Loopback: the process's children talk over TCP on loopback (the
 	// ranks of a multi-GPU problem); a sandbox must allow IP sockets there.
 	Loopback bool
+	// Gate, when set, is passed after the process has started and before
+	// it may touch the device: the process gets KERNELBOX_GO_FD, a
+	// descriptor on which one byte arrives once Gate returns nil, and
+	// Timeout counts from then. When Gate fails, the process is killed and
+	// Launch returns the error.
+	Gate func(context.Context) error
+	// Cache is a host directory for the submitter's persistent compile
+	// caches (EvalOptions.Cache), "" for none. The launcher makes it
+	// writable for the process and points CacheEnv's variables into it.
+	Cache string
 }
 
 // Outcome is what became of a Launch.
@@ -69,13 +80,20 @@ func (ExecLauncher) Launch(ctx context.Context, l Launch) (Outcome, error) {
 	if limit <= 0 {
 		limit = DefaultOutputLimit
 	}
-	runCtx := ctx
-	var cancel context.CancelFunc = func() {}
-	if l.Timeout > 0 {
-		runCtx, cancel = context.WithTimeout(ctx, l.Timeout)
-	}
+	// The timeout counts from the gate (from the start without one), so it
+	// is a timer, not a context deadline.
+	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var expired atomic.Bool
 
+	env := l.Env
+	if l.Cache != "" {
+		// The process runs as this one's user, who owns what it makes.
+		if err := os.MkdirAll(l.Cache, 0o700); err != nil {
+			return Outcome{}, fmt.Errorf("launch %s: compile cache: %w", l.Argv[0], err)
+		}
+		env = CacheEnv(env, l.Cache)
+	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return Outcome{}, fmt.Errorf("launch %s: result pipe: %w", l.Argv[0], err)
@@ -85,8 +103,18 @@ func (ExecLauncher) Launch(ctx context.Context, l Launch) (Outcome, error) {
 	cmd := exec.CommandContext(runCtx, l.Argv[0], l.Argv[1:]...)
 	cmd.Dir = l.Dir
 	// ExtraFiles[0] is fd 3 in the child.
-	cmd.Env = append(append([]string(nil), l.Env...), "POPCORN_FD=3")
+	cmd.Env = append(append([]string(nil), env...), "POPCORN_FD=3")
 	cmd.ExtraFiles = []*os.File{pw}
+	var goR, goW *os.File
+	if l.Gate != nil {
+		if goR, goW, err = os.Pipe(); err != nil {
+			pw.Close()
+			return Outcome{}, fmt.Errorf("launch %s: go pipe: %w", l.Argv[0], err)
+		}
+		defer goW.Close()
+		cmd.ExtraFiles = append(cmd.ExtraFiles, goR) // fd 4
+		cmd.Env = append(cmd.Env, "KERNELBOX_GO_FD=4")
+	}
 	cmd.SysProcAttr = groupAttr()
 	cmd.Cancel = func() error {
 		// The whole group: the harness's worker and anything user code forked.
@@ -100,9 +128,31 @@ func (ExecLauncher) Launch(ctx context.Context, l Launch) (Outcome, error) {
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		pw.Close()
+		if goR != nil {
+			goR.Close()
+		}
 		return Outcome{}, fmt.Errorf("launch %s: %w", l.Argv[0], err)
 	}
 	pw.Close()
+	if goR != nil {
+		goR.Close()
+		if err := l.Gate(ctx); err != nil {
+			_ = killGroup(cmd.Process)
+			_ = cmd.Wait()
+			return Outcome{}, fmt.Errorf("launch %s: gate: %w", l.Argv[0], err)
+		}
+		start = time.Now()
+		// A process that died while it waited gets EPIPE; its end is
+		// what the outcome reports.
+		_, _ = goW.Write([]byte{1})
+	}
+	if l.Timeout > 0 {
+		timer := time.AfterFunc(l.Timeout, func() {
+			expired.Store(true)
+			cancel()
+		})
+		defer timer.Stop()
+	}
 	result := NewCapWriter(limit)
 	var dst io.Writer = result
 	if l.Progress != nil {
@@ -131,7 +181,7 @@ func (ExecLauncher) Launch(ctx context.Context, l Launch) (Outcome, error) {
 		Result:    result.Bytes(),
 		Truncated: stdout.Dropped() > 0 || stderr.Dropped() > 0 || result.Dropped() > 0,
 		Wall:      time.Since(start),
-		TimedOut:  errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil,
+		TimedOut:  expired.Load() && ctx.Err() == nil,
 	}
 	if ps := cmd.ProcessState; ps != nil {
 		out.ExitCode = ps.ExitCode()

@@ -26,9 +26,13 @@ func runTogether(ctx context.Context, l Launcher, t *Task, opts EvalOptions, rep
 		argv = append(argv, s.name, name)
 		timeout += s.timeout
 	}
-	launch := Launch{Dir: opts.WorkDir, Argv: argv, Env: env, Timeout: timeout, OutputLimit: opts.OutputLimit, Loopback: t.MultiGPU}
+	launch := Launch{Dir: opts.WorkDir, Argv: argv, Env: env, Timeout: timeout, OutputLimit: opts.OutputLimit, Loopback: t.MultiGPU,
+		Cache: opts.Cache}
 	if steps[0].name == "test" {
 		launch.Progress = testsAsTheyCome(opts)
+	}
+	if err := opts.gate.attach(ctx, &launch, warmStarts(t)); err != nil {
+		return true, fmt.Errorf("evaluate %s: %s phases: %w", t.Name, steps[0].name, err)
 	}
 	out, err := l.Launch(ctx, launch)
 	if err != nil {

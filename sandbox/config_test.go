@@ -28,7 +28,7 @@ func goldenSpec() *Spec {
 		Args: []string{"/usr/bin/python3", "eval.py", "test", "cases.txt"}, Env: []string{"PATH=/usr/bin"},
 		Binds:   []Bind{{Source: "/usr"}, {Source: "/opt/venv"}, {Source: "/data/cache", Destination: "/cache", Writable: true}},
 		Devices: []Device{{Path: "/dev/nvidia0", Type: 'c', Major: 195, Minor: 0}, {Path: "/dev/nvidiactl", Type: 'c', Major: 195, Minor: 255}},
-		Limits:  l, UID: nobody, GID: nobody,
+		Limits:  l, UID: Nobody, GID: Nobody,
 	}
 }
 

@@ -231,7 +231,7 @@ func TestRuntime_CleanStale(t *testing.T) {
 	// An orphan: a run cgroup whose state is gone, in every hierarchy.
 	orphan := newID()
 	s := shSpec("sleep 300")
-	s.UID, s.GID = nobody, nobody
+	s.UID, s.GID = Nobody, Nobody
 	id := newID()
 	rootfs := filepath.Join(r.root, "runs", id, "rootfs")
 	if err := buildRootfs(rootfs, &s); err != nil {
@@ -241,7 +241,7 @@ func TestRuntime_CleanStale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &libcontainer.Process{Args: s.Args, Env: s.Env, UID: nobody, GID: nobody, Cwd: "/work", Init: true}
+	p := &libcontainer.Process{Args: s.Args, Env: s.Env, UID: Nobody, GID: Nobody, Cwd: "/work", Init: true}
 	if err := c.Run(p); err != nil {
 		t.Fatal(err)
 	}

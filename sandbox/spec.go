@@ -43,7 +43,7 @@ type Spec struct {
 	Binds   []Bind   `json:"binds"`
 	Devices []Device `json:"devices,omitempty"`
 	Limits  policies.Limits
-	// UID and GID run the process; 65534 (nobody) by default.
+	// UID and GID run the process; Nobody by default.
 	UID, GID int
 	// ResultPipe, when set, gives the process an extra descriptor (fd 3) to
 	// write a result stream to, and POPCORN_FD=3 in its environment.
@@ -111,7 +111,10 @@ type Result struct {
 // ErrInvalidSpec is wrapped by every error about a Spec that cannot run.
 var ErrInvalidSpec = errors.New("invalid sandbox spec")
 
-const nobody = 65534
+// Nobody is the uid and gid of a run whose spec names none (65534, the
+// nobody user). A host directory a run must write to (a writable Bind,
+// like the daemon's per-user compile cache) has to belong to it.
+const Nobody = 65534
 
 var envRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 
@@ -119,10 +122,10 @@ var envRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 // defaults applied.
 func Validate(s Spec) (Spec, error) {
 	if s.UID == 0 {
-		s.UID = nobody
+		s.UID = Nobody
 	}
 	if s.GID == 0 {
-		s.GID = nobody
+		s.GID = Nobody
 	}
 	return s, s.validate()
 }

@@ -66,6 +66,13 @@ func (r *Runtime) Run(ctx context.Context, s sandbox.Spec) (*sandbox.Result, err
 	if st.Err != nil {
 		return nil, st.Err
 	}
+	if s.Gate != nil {
+		// As the real runtime: started, then held at the gate, whose
+		// error ends the run with it.
+		if err := s.Gate(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if st.Hold > 0 {
 		t := time.NewTimer(st.Hold)
 		defer t.Stop()

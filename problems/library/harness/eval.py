@@ -954,6 +954,33 @@ def undumpable():
         pass
 
 
+class Gate:
+    """The sandbox's gate (KERNELBOX_GO_FD): one byte arrives when the
+    device is this run's. Until then the harness may import and start its
+    workers, and must not touch a device. Without the variable there is
+    nothing to wait for. The variable is gone before any worker starts,
+    and no worker inherits the descriptor (they start with close_fds)."""
+
+    def __init__(self):
+        raw = os.environ.pop("KERNELBOX_GO_FD", None)
+        self.fd = int(raw) if raw and raw.isdigit() else None
+        self.began = self.waited = 0
+
+    def wait(self):
+        if self.fd is None:
+            return
+        self.began = time.perf_counter_ns()
+        try:
+            opened = os.read(self.fd, 1)
+        finally:
+            os.close(self.fd)
+            self.fd = None
+        self.waited = time.perf_counter_ns() - self.began
+        if not opened:
+            # The runner gave the run up before it began.
+            raise SystemExit(EXIT_HARNESS)
+
+
 MODES = ("test", "benchmark", "leaderboard", "profile")
 
 
@@ -1000,14 +1027,22 @@ def main(argv) -> int:
         return EXIT_BAD_CASE
     gpus = os.environ.pop("POPCORN_GPUS", None)
     check = phases[0][0] != "profile"  # profile mode hands nothing over
+    if gpus is not None or not check:
+        # Only the judge prepares before the gate; these go at once.
+        Gate().wait()
     if gpus is None and not check:
         pool = Pool(check=False)
     elif gpus is None:
         t0 = time.perf_counter_ns()
-        pool = Judge()
-        # The judge's start (torch, the device, the worker's and the null
-        # worker's start), for the run's breakdown of where time goes.
-        out.log("judge-start", time.perf_counter_ns() - t0)
+        gate = Gate()
+        pool = Judge(gate.wait)
+        # Where a run's start-up time goes: before the gate (imports, the
+        # workers' start: overlapped with the previous run on a warm start),
+        # waiting at it, and from the gate to a judge ready to time.
+        if pool.go_at is not None:
+            out.log("judge-prepare", gate.began - t0 if gate.began else pool.go_at - t0)
+            out.log("judge-gate", gate.waited)
+            out.log("judge-start", time.perf_counter_ns() - pool.go_at)
     else:
         try:
             pool = Ranks(int(gpus), check=check)

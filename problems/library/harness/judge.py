@@ -244,15 +244,19 @@ class Judge:
     as eval.Pool does. A failed start is raised by the first ask, so that
     it is reported as that case's failure."""
 
-    def __init__(self):
+    def __init__(self, go=lambda: None):
+        """go blocks until the device is this run's (a warm start: the
+        sandbox's gate); everything before it touches no device and runs
+        no user code."""
         self.peer = None
         self.broken = None
+        self.go_at = None  # perf_counter_ns when the gate opened
         try:
-            self.start()
+            self.start(go)
         except WorkerDied as e:
             self.broken = e
 
-    def start(self):
+    def start(self, go):
         self.peer = Peer()
         # On CUDA, a worker of our own that runs no submission: the judge
         # measures its clock's fixed cost against it (CudaLink.calibrate).
@@ -268,6 +272,11 @@ class Judge:
                 null.close()
             raise WorkerDied(f"the harness's own set-up failed: {type(e).__name__}: {e}", setup=True) from e
         self.torch, self.kb, self.ref = torch, kbutils, reference
+        go()
+        self.go_at = time.perf_counter_ns()
+        for p in (self.peer, null):
+            if p is not None:
+                p.send({"op": "go"})
         # The run's directory is the worker's too, and it can write there:
         # a module it drops there must not be what a lazy import here finds.
         here = os.path.dirname(os.path.abspath(__file__))
