@@ -84,6 +84,10 @@ type Config struct {
 	// AgePerSecond is the fair-share credit of waiting, in GPU-milliseconds
 	// per second: a heavy user's job is not starved by light users.
 	AgePerSecond int64 `yaml:"age_per_second"`
+	// WarmStart lets a busy GPU's next one-GPU job start its sandbox and
+	// prepare (torch imported, workers started) before the GPU is free,
+	// touching the GPU only once it is (appliance/warm.go).
+	WarmStart bool `yaml:"warm_start"`
 	// RateLimits are the submissions per user per hour for leaderboards
 	// that set none, per category (test, ranked); 0 means no limit.
 	RateLimits map[string]int `yaml:"rate_limits"`
@@ -101,6 +105,12 @@ type Config struct {
 	Binds []string `yaml:"binds"`
 	// Profiler is profile mode's Nsight Compute.
 	Profiler ProfilerConfig `yaml:"profiler"`
+	// CacheBudget bounds each user's persistent compile cache (Triton,
+	// load_inline, inductor, the CUDA driver's JIT) under DATA/cache,
+	// which the user's runs share so that a resubmission does not compile
+	// again; after each run the least recently used entries go until it
+	// fits. 0 gives runs no persistent cache at all.
+	CacheBudget policies.ByteSize `yaml:"cache_budget"`
 }
 
 // ProfilerConfig sets up profile mode on NVIDIA GPUs.
@@ -280,6 +290,7 @@ func DefaultConfig() Config {
 		Measurement: MeasureConfig{Gate: true, MaxTempC: 80, Wait: 2 * time.Minute, MemorySlack: 512 << 20,
 			SampleEvery: 100 * time.Millisecond, HealthWait: 30 * time.Second},
 		Profiler:          ProfilerConfig{MaxKernels: 10, MaxReport: 256 << 20},
+		CacheBudget:       2 << 30,
 		CPUSlots:          1,
 		Sandbox:           true,
 		Library:           true,
@@ -289,6 +300,7 @@ func DefaultConfig() Config {
 		MaxRunningPerUser: 2,
 		BackfillLimit:     4,
 		AgePerSecond:      1000,
+		WarmStart:         true,
 		RateLimits:        map[string]int{api.CategoryTest: 120, api.CategoryRanked: 30},
 		MaxUploadBytes:    problems.MaxSubmissionBytes,
 		MaxProblemBytes:   64 << 20,
@@ -338,6 +350,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Profiler.MaxReport < 1<<20 {
 		bad("profiler.max_report", "want a size of at least 1M, like 256M, got %s", c.Profiler.MaxReport)
+	}
+	if n := c.CacheBudget; n < 0 || (n > 0 && n < 1<<20) {
+		bad("cache_budget", "want 0 (no compile cache) or a size of at least 1M, like 2G, got %s", n)
 	}
 	if p := c.Profiler.NCU; p != "" && p != "off" && !filepath.IsAbs(p) {
 		bad("profiler.ncu", "want an absolute path or off, got %q", p)

@@ -181,7 +181,15 @@ func TestConfig_TypedValues(t *testing.T) {
 	if c, err := load("budget: {memory: \"\", cpus: 0, pids: 0}\n"); err != nil || c.Budget.Memory != 0 {
 		t.Errorf("budget.memory \"\" (the old default) = %d, %v; want 0, no limit", c.Budget.Memory, err)
 	}
-	c, err := load("budget: {memory: 48G}\nprofiler: {max_report: 64M}\n" +
+	if c, err := load("cache_budget: 0\n"); err != nil || c.CacheBudget != 0 {
+		t.Errorf("cache_budget 0 = %d, %v; want 0, no compile cache", c.CacheBudget, err)
+	} else if err := c.Validate(); err != nil {
+		t.Errorf("Validate() with cache_budget 0 = %v, want nil (0 turns the caches off)", err)
+	}
+	if DefaultConfig().CacheBudget != 2<<30 {
+		t.Errorf("the default cache_budget = %s, want 2G", DefaultConfig().CacheBudget)
+	}
+	c, err := load("budget: {memory: 48G}\nprofiler: {max_report: 64M}\ncache_budget: 512M\n" +
 		"measurement: {memory_slack: 1G, clocks: {H200: 1400-1600, H100: \"1500\", MI300X: standard}}\n")
 	if err != nil {
 		t.Fatalf("LoadConfigFile: %v", err)
@@ -191,11 +199,11 @@ func TestConfig_TypedValues(t *testing.T) {
 		t.Fatalf("Validate() = %v", err)
 	}
 	want := map[string]ClockSetting{"H200": {Lo: 1400, Hi: 1600}, "H100": {Lo: 1500, Hi: 1500}, "MI300X": {Standard: true}}
-	if c.Budget.Memory != 48<<30 || c.Profiler.MaxReport != 64<<20 || c.Measurement.MemorySlack != 1<<30 ||
+	if c.Budget.Memory != 48<<30 || c.Profiler.MaxReport != 64<<20 || c.Measurement.MemorySlack != 1<<30 || c.CacheBudget != 512<<20 ||
 		len(c.Measurement.Clocks) != 3 || c.Measurement.Clocks["H200"] != want["H200"] ||
 		c.Measurement.Clocks["H100"] != want["H100"] || c.Measurement.Clocks["MI300X"] != want["MI300X"] {
-		t.Errorf("loaded = budget %d, max_report %d, slack %d, clocks %+v", c.Budget.Memory, c.Profiler.MaxReport,
-			c.Measurement.MemorySlack, c.Measurement.Clocks)
+		t.Errorf("loaded = budget %d, max_report %d, slack %d, cache_budget %d, clocks %+v", c.Budget.Memory, c.Profiler.MaxReport,
+			c.Measurement.MemorySlack, c.CacheBudget, c.Measurement.Clocks)
 	}
 	for _, tt := range []struct{ body, want string }{
 		{"budget: {memory: lots}\n", `"lots" is not a size`},
@@ -210,8 +218,9 @@ func TestConfig_TypedValues(t *testing.T) {
 	small := DefaultConfig()
 	small.Budget.Memory = 100 << 20
 	small.Profiler.MaxReport = 10
+	small.CacheBudget = 2048 // bytes: a unit forgotten
 	err = small.Validate()
-	for _, field := range []string{"config budget.memory", "config profiler.max_report"} {
+	for _, field := range []string{"config budget.memory", "config profiler.max_report", "config cache_budget"} {
 		if err == nil || !strings.Contains(err.Error(), field) {
 			t.Errorf("Validate() = %v, want an error naming %q", err, field)
 		}

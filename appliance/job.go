@@ -24,20 +24,24 @@ import (
 // what came back, record the result. The store's run row is written
 // before the queue's job is finished; a crash between the two runs nothing
 // twice, because the next holder finds the run ended (StartRun).
-func (r *runner) handle(log *slog.Logger, g gang, l *queue.Lease) {
+//
+// take, when set, is a warm job's wait for its slot (warm.go): the run
+// starts before the gang is its own and takes it at the gate.
+func (r *runner) handle(log *slog.Logger, g gang, l *queue.Lease, take func(context.Context) error) {
 	log = log.With(logJob, l.ID)
 	p, rc, ok := r.takeRun(log, g, l)
 	if !ok {
 		return
 	}
 	log = log.With(logRun, p.Run, logSubmission, p.Submission)
+	defer r.holdCache(log, rc)() // pruned after the run, outside its timed part
 	hb := r.heartbeat(log, l)
-	ex, err := r.execute(hb.ctx, g, rc)
+	ex, err := r.execute(hb.ctx, g, rc, take)
 	if hb.stop() {
 		return // whoever took the lease owns the job's state now
 	}
 	switch {
-	case err != nil && r.hard.Err() != nil:
+	case err != nil && (r.hard.Err() != nil || errors.Is(err, errWarmStopped)):
 		// Shutting down: the job did nothing wrong, give it back whole.
 		if err := r.queue.Release(context.WithoutCancel(r.hard), l, "daemon shut down during the run"); err != nil {
 			log.Warn("release job", "err", err)
@@ -157,31 +161,45 @@ type execution struct {
 // the GPU to be fit for it; a GPU that does not become so is the box's
 // failure (an error, retried later elsewhere or again), never a verdict
 // on the submission.
-func (r *runner) execute(ctx context.Context, g gang, rc *store.RunContext) (*execution, error) {
+func (r *runner) execute(ctx context.Context, g gang, rc *store.RunContext, take func(context.Context) error) (*execution, error) {
 	ex := &execution{timed: r.measured(g[0]) && problems.Mode(rc.Run.Mode) != problems.ModeTest}
-	if ex.timed && r.measure.Gate {
-		for i, s := range g {
-			if !r.measured(s) {
-				continue
-			}
-			tel, err := r.monitor.Gate(ctx, s.GPU.UUID, r.measure.gateConfig())
-			if err != nil {
-				return nil, fmt.Errorf("pre-flight gate of %s: %w", s.ID, err)
-			}
-			if i == 0 {
-				ex.before = &tel
-			}
-		}
-	}
 	var samplers []*gpu.Sampler
-	for _, s := range g {
-		if r.measured(s) {
-			samplers = append(samplers, r.monitor.Sample(s.GPU.UUID, r.measure.SampleEvery, r.measure.throttleMask()))
+	var begin time.Time
+	// The run's sandbox may start before this passes (a warm start): the
+	// harness prepares, and touches the gang only once it has.
+	gate := func(ctx context.Context) error {
+		if take != nil {
+			if err := take(ctx); err != nil {
+				return err
+			}
 		}
+		if ex.timed && r.measure.Gate {
+			for i, s := range g {
+				if !r.measured(s) {
+					continue
+				}
+				tel, err := r.monitor.Gate(ctx, s.GPU.UUID, r.measure.gateConfig())
+				if err != nil {
+					return fmt.Errorf("pre-flight gate of %s: %w", s.ID, err)
+				}
+				if i == 0 {
+					ex.before = &tel
+				}
+			}
+		}
+		for _, s := range g {
+			if r.measured(s) {
+				samplers = append(samplers, r.monitor.Sample(s.GPU.UUID, r.measure.SampleEvery, r.measure.throttleMask()))
+			}
+		}
+		begin = time.Now()
+		return nil
 	}
-	begin := time.Now()
-	rep, profile, err := r.evaluate(ctx, g, rc)
-	ex.rep, ex.profile, ex.wall = rep, profile, time.Since(begin)
+	rep, profile, err := r.evaluate(ctx, g, rc, gate)
+	ex.rep, ex.profile = rep, profile
+	if !begin.IsZero() {
+		ex.wall = time.Since(begin)
+	}
 	for i, sm := range samplers {
 		rt := sm.Stop()
 		if i == 0 {
@@ -259,7 +277,7 @@ func (r *runner) retry(log *slog.Logger, l *queue.Lease, p jobPayload, cause err
 }
 
 // evaluate runs the harness for one run in a fresh work directory.
-func (r *runner) evaluate(ctx context.Context, g gang, rc *store.RunContext) (*problems.Report, string, error) {
+func (r *runner) evaluate(ctx context.Context, g gang, rc *store.RunContext, gate func(context.Context) error) (*problems.Report, string, error) {
 	slot := g[0]
 	t, err := r.tasks(rc.Leaderboard)
 	if err != nil {
@@ -291,8 +309,9 @@ func (r *runner) evaluate(ctx context.Context, g gang, rc *store.RunContext) (*p
 	}
 	rep, err := problems.Evaluate(ctx, launcher, t, problems.EvalOptions{
 		Profiler: profiler, Ceilings: r.measure.ceilings(slot), FloorSlack: r.measure.FloorSlack,
-		Mode: mode, Python: r.python.Path, Device: slot.Device, Seed: seed, Env: env, WorkDir: work, GPUs: len(g),
+		Mode: mode, Python: r.python.Path, Device: slot.Device, Seed: seed, Env: env, WorkDir: work, GPUs: len(g), Gate: gate,
 		Submission: rc.Code, OutputLimit: 64 << 10,
+		Cache: r.cacheFor(rc),
 		OnTest: func(phase string, tr problems.TestResult) {
 			if rc.Run.Secret {
 				return // its cases carry the secret seed

@@ -2,11 +2,15 @@ package appliance
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 
 	"kernelbox/policies"
 	"kernelbox/problems"
@@ -59,8 +63,17 @@ func (l *sandboxLauncher) Launch(ctx context.Context, in problems.Launch) (probl
 	if in.OutputLimit > 0 {
 		lim.OutputBytes = in.OutputLimit
 	}
-	res, err := l.rt.Run(ctx, sandbox.Spec{Args: in.Argv, Env: in.Env, WorkDir: in.Dir, Binds: l.binds, Devices: l.devices, Limits: lim, ResultPipe: true,
-		ResultTee: in.Progress, Keep: in.Keep, KeepTo: in.Dir, Mask: l.mask, Loopback: in.Loopback})
+	binds, env := l.binds, in.Env
+	if in.Cache != "" {
+		if err := ownCacheDir(in.Cache, sandbox.Nobody); err != nil {
+			return problems.Outcome{}, err
+		}
+		// Clipped: l.binds is every launch's, and must not grow this bind.
+		binds = append(slices.Clip(l.binds), sandbox.Bind{Source: in.Cache, Destination: SandboxCacheDir, Writable: true})
+		env = problems.CacheEnv(env, SandboxCacheDir)
+	}
+	res, err := l.rt.Run(ctx, sandbox.Spec{Args: in.Argv, Env: env, WorkDir: in.Dir, Binds: binds, Devices: l.devices, Limits: lim, ResultPipe: true,
+		ResultTee: in.Progress, Keep: in.Keep, KeepTo: in.Dir, Mask: l.mask, Loopback: in.Loopback, Gate: in.Gate})
 	if err != nil {
 		return problems.Outcome{}, err
 	}
@@ -76,6 +89,48 @@ func (l *sandboxLauncher) Launch(ctx context.Context, in problems.Launch) (probl
 		out.ExitCode = -1
 	}
 	return out, nil
+}
+
+// SandboxCacheDir is where a sandboxed run finds its submitter's compile
+// caches: Launch.Cache, bound writable (and executable: Triton and
+// load_inline load the shared objects they keep there).
+const SandboxCacheDir = "/cache"
+
+// ownCacheDir makes dir, a submitter's compile cache on the host, a
+// directory that the sandbox's uid owns and that no other uid may enter.
+// Its parent is the daemon's (root's, 0700), so no run can put a link in
+// dir's place; dir is still checked not to be one before it is handed over.
+func ownCacheDir(dir string, uid int) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return fmt.Errorf("compile cache: %w", err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("compile cache: %w", err)
+	}
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("compile cache: %w", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("compile cache %s: not a directory (%s)", dir, st.Mode().Type())
+	}
+	if os.Geteuid() != 0 {
+		// Only root can give it away, and only root starts sandboxes: a
+		// launcher without root runs a fake runtime (tests), whose "runs"
+		// are this process's user, the owner already.
+		return nil
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || int(sys.Uid) != uid || int(sys.Gid) != uid {
+		if err := os.Lchown(dir, uid, uid); err != nil {
+			return fmt.Errorf("compile cache: %w", err)
+		}
+	}
+	if st.Mode().Perm() != 0o700 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("compile cache: %w", err)
+		}
+	}
+	return nil
 }
 
 // SandboxEnv is the whole environment of a sandboxed harness: nothing of

@@ -104,7 +104,12 @@ func allreduceCopy(t *testing.T, name string) string {
 	if err := os.CopyFS(dir, os.DirFS(filepath.Join(lib, "allreduce"))); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"eval.py", "kbutils.py"} {
+	harness, err := filepath.Glob(filepath.Join(lib, "harness", "*.py"))
+	if err != nil || len(harness) == 0 {
+		t.Fatalf("the bundled harness: %v", err)
+	}
+	for _, f := range harness {
+		f = filepath.Base(f)
 		b, err := os.ReadFile(filepath.Join(lib, "harness", f))
 		if err != nil {
 			t.Fatal(err)

@@ -89,10 +89,11 @@ var _ slotBoard = board{}
 func newRunner(cfg Config, svc *Service, slots []Slot, launch launcherFunc, it *problems.Interpreter, log *slog.Logger) *runner {
 	return &runner{queue: svc.queue, store: svc.store, wake: svc.wake, tasks: svc.task, reconcile: svc.reconcile,
 		cfg: runnerConfig{Boot: svc.boot, LeaseTTL: cfg.LeaseTTL, MaxRunningPerUser: cfg.MaxRunningPerUser,
-			BackfillLimit: cfg.BackfillLimit, AgePerSecond: cfg.AgePerSecond, Version: cfg.Version,
+			BackfillLimit: cfg.BackfillLimit, AgePerSecond: cfg.AgePerSecond, Version: cfg.Version, WarmStart: cfg.WarmStart,
 			ProfilesDir: profilesDir(cfg.DataDir)},
 		slots: slots, launch: launch, python: it, workRoot: filepath.Join(cfg.DataDir, "work"), log: log,
-		measure: cfg.Measurement, maxReport: int64(cfg.Profiler.MaxReport)}
+		measure: cfg.Measurement, maxReport: int64(cfg.Profiler.MaxReport),
+		caches: newUserCaches(filepath.Join(cfg.DataDir, "cache"), int64(cfg.CacheBudget))}
 }
 
 // runnerConfig is the runner's part of the daemon's configuration.
@@ -101,8 +102,11 @@ type runnerConfig struct {
 	LeaseTTL                         time.Duration
 	MaxRunningPerUser, BackfillLimit int
 	AgePerSecond                     int64
-	Version                          string // the binary's, stored with every run
-	ProfilesDir                      string // where kept .ncu-rep files go
+	// WarmStart claims the next job of a busy GPU and starts its sandbox
+	// before the GPU is free (warm.go).
+	WarmStart   bool
+	Version     string // the binary's, stored with every run
+	ProfilesDir string // where kept .ncu-rep files go
 }
 
 // launcherFunc gives the launcher and base environment for one run on a
@@ -135,6 +139,8 @@ type runner struct {
 	// reports it keeps are at most maxReport bytes.
 	profiler  *problems.Profiler
 	maxReport int64
+	// caches are the users' compile caches (cache.go); nil for none.
+	caches *userCaches
 	// idlePoll bounds how long an idle slot sleeps without a wake-up: a
 	// retried job becomes ready after its delay, and nobody fires for that.
 	idlePoll time.Duration
@@ -146,6 +152,7 @@ type runner struct {
 	stopOnce   sync.Once
 	busy       sync.Map // slot id -> the job it runs (int64)
 	drained    sync.Map // slot id -> why it takes no jobs (string)
+	warm       sync.Map // slot id -> the job warming up for it (int64; warm.go)
 	onJobDone  func()   // tests and the idle-gap benchmark listen here
 }
 
@@ -320,12 +327,18 @@ func (r *runner) dispatch(slots []Slot) {
 				continue
 			}
 			usable++
-			if _, busy := r.busy.Load(s.ID); !busy {
+			_, busy := r.busy.Load(s.ID)
+			_, warming := r.warm.Load(s.ID) // a warm job takes it when it frees
+			if !busy && !warming {
 				free = append(free, s)
 			}
 		}
 		err := queue.ErrNoJob
-		if len(free) > 0 {
+		if s, ok := r.warmSlot(slots); ok && len(free) == 0 {
+			if err = r.claimWarm(req, s, usable); err == nil {
+				continue
+			}
+		} else if len(free) > 0 {
 			req.Free, req.Capacity = len(free), usable
 			var l *queue.Lease
 			if l, err = r.queue.Claim(r.soft, req); err == nil {
@@ -336,7 +349,9 @@ func (r *runner) dispatch(slots []Slot) {
 				r.wg.Add(1)
 				go func() {
 					defer r.wg.Done()
-					r.run(g, l)
+					log := r.log.With(logSlot, g.ids())
+					r.handle(log, g, l, nil)
+					r.release(log, g, l)
 				}()
 				continue
 			}
@@ -354,11 +369,9 @@ func (r *runner) dispatch(slots []Slot) {
 	}
 }
 
-// run runs one job on its gang. The slots stay busy through the health
-// check, so they are free only once the next job may start on them.
-func (r *runner) run(g gang, l *queue.Lease) {
-	log := r.log.With(logSlot, g.ids())
-	r.handle(log, g, l)
+// release frees a gang after its job. The slots stay busy through the
+// health check, so they are free only once the next job may start on them.
+func (r *runner) release(log *slog.Logger, g gang, l *queue.Lease) {
 	for _, s := range g {
 		r.checkHealth(log, s, l.ID)
 	}

@@ -27,6 +27,11 @@ type Submission struct {
 	userID, leaderboardID int64
 }
 
+// UserID is the submitter's id: the daemon keeps per-user state (the
+// compile cache) under it, as an id is never another user's (users are
+// banned, never deleted, so no id is freed for reuse).
+func (s *Submission) UserID() int64 { return s.userID }
+
 // RunRecord is one evaluation of a submission (its public run, or its
 // secret twin) as the store holds it.
 type RunRecord struct {
