@@ -261,6 +261,10 @@ class Judge:
         # On CUDA, a worker of our own that runs no submission: the judge
         # measures its clock's fixed cost against it (CudaLink.calibrate).
         null = Peer(null=True) if maybe_cuda() else None
+        # The workers keep the run's compile caches (the submitter's, which
+        # the worker can write); the judge compiles nothing, and the CUDA
+        # driver's JIT cache is the one it could be handed code through.
+        os.environ["CUDA_CACHE_DISABLE"] = "1"
         try:
             import torch
 
