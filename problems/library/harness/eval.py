@@ -263,12 +263,9 @@ class _Worker:
 
     def load_submission(self):
         if self.kernel is None:
-            import submission
+            from worker import load_kernel
 
-            fn = getattr(submission, "custom_kernel", None)
-            if not callable(fn):
-                raise AttributeError("submission.py defines no function custom_kernel(data)")
-            self.kernel = fn
+            self.kernel = load_kernel()
         return self.kernel
 
     def sync(self):

@@ -22,6 +22,17 @@ def describe(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]
 
 
+def load_kernel():
+    """The submission's custom_kernel, imported on first use: never before
+    the judge's go, and never in the judge's process."""
+    import submission
+
+    fn = getattr(submission, "custom_kernel", None)
+    if not callable(fn):
+        raise AttributeError("submission.py defines no function custom_kernel(data)")
+    return fn
+
+
 class Refused(Exception):
     """An output the judge cannot take, said without a traceback."""
 
@@ -56,12 +67,7 @@ class Worker:
 
     def load(self):
         if self.kernel is None:
-            import submission
-
-            fn = getattr(submission, "custom_kernel", None)
-            if not callable(fn):
-                raise AttributeError("submission.py defines no function custom_kernel(data)")
-            self.kernel = fn
+            self.kernel = load_kernel()
         return self.kernel
 
     def serve(self):
