@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Issue 17, the trusted judge on the GPU machine, in one call: the judge's
 # clock against the worker's own CUDA events on honest kernels, the GPU
-# cheats of the corpus, the daemon's turnaround, and every bundled
+# cheats of the corpus, and every bundled
 # problem's templates in test mode.
-# PARTS picks what runs (default all): judge spread cheats1 cheats daemon
-# library. Each
+# PARTS picks what runs (default all): judge cheats1 cheats library (the
+# daemon's figures and the spread are bench/gpu-judge3.sh's). Each
 # part writes $OUT/judge2-PART.txt; the cheats and the library run four
 # evaluations at a time (they check verdicts, not times).
 # Needs bin/kernelbox built here with -tags seccomp (docs/gpu-runs.md).
 set -u
 out=${OUT:-gpu-out}; mkdir -p "$out"
 source bench/gpu-lib.sh
-parts=${PARTS:-judge spread cheats1 cheats daemon library}
+parts=${PARTS:-judge cheats1 cheats library}
 tmpl=$lib/templates
 cheats=problems/testdata/cheats
 secs() { python3 -c "print(round($(date +%s.%N)-$1,1))"; }
@@ -61,40 +61,6 @@ if [[ $parts == *judge* ]]; then {
   begin=$(date +%s.%N); show leaderboard $tmpl/triton.py; echo "  ($(secs $begin) s)"
 } 2>&1 | tee "$out/judge2-judge.txt"; fi
 
-if [[ $parts == *spread* ]]; then {
-  step "the spread of 10 evaluations of the Triton template, benchmark mode, one at a time"
-  d=$(mktemp -d)
-  for i in $(seq 10); do
-    begin=$(date +%s.%N)
-    timeout 150 $kb eval -p vectoradd -m benchmark --json $tmpl/triton.py > $d/r$i.json 2>$d/r$i.err
-    echo "run $i: $(secs $begin) s wall"
-  done
-  python3 - $d <<'PY'
-import glob, json, math, statistics, sys
-per, scores = {}, []
-for f in sorted(glob.glob(sys.argv[1] + "/r*.json")):
-    try:
-        d = json.load(open(f))
-    except Exception:
-        print(f, "no JSON"); continue
-    ph = (d.get("phases") or [{}])[-1]
-    r = ph.get("result") or {}
-    x = r.get("extra") or {}
-    means = [b["mean_ns"] for b in r.get("benchmarks") or []]
-    for b in r.get("benchmarks") or []:
-        per.setdefault(b["spec"][:28], []).append(b["mean_ns"])
-    if means:
-        scores.append(math.exp(sum(math.log(m) for m in means) / len(means)))
-    print(f.split("/")[-1], "passed", d.get("passed"), "judge-start", x.get("judge-start"), "offset", (x.get("benchmark.0.clock_offset") or "")[:160])
-for spec, m in per.items():
-    mu = statistics.mean(m)
-    print(f"{spec}: n={len(m)} mean {mu/1e3:.3f} us CV {statistics.stdev(m)/mu*100 if len(m) > 1 else 0:.2f} % min {min(m)/1e3:.3f} max {max(m)/1e3:.3f}")
-if len(scores) > 1:
-    mu = statistics.mean(scores)
-    print(f"score (geom of means): n={len(scores)} mean {mu/1e3:.3f} us CV {statistics.stdev(scores)/mu*100:.2f} %")
-PY
-} 2>&1 | tee "$out/judge2-spread.txt"; fi
-
 if [[ $parts == *cheats1* ]]; then {
   step "GPU cheats one at a time (the clock undisturbed)"
   for c in gc_search cudart_patch side_stream frame_walk; do show benchmark $cheats/vectoradd_$c.py; done
@@ -107,24 +73,6 @@ if [[ $parts == *cheats\ * || $parts == *cheats ]]; then {
     for c in mutates_later seed_predict generator_hook tensor_sum_patch; do echo "leaderboard $cheats/vectoradd_$c.py"; done
   } | xargs -P 4 -L 1 bash -c 'show "$0" "$1"'
 } 2>&1 | tee "$out/judge2-cheats.txt"; fi
-
-if [[ $parts == *daemon* ]]; then {
-  step "the daemon: the Triton template, test mode x3 and leaderboard mode x1"
-  data=$(mktemp -d); export KERNELBOX_CLIENT_CONFIG=$data/client.json
-  $kb serve --data "$data" --listen 127.0.0.1:0 --cpu-slots 0 >"$data/out" 2>"$data/log" &
-  pid=$!
-  for i in $(seq 300); do grep -q "serving on" "$data/out" 2>/dev/null && break; sleep 0.2; done
-  export KERNELBOX_SERVER=http://$(sed -n 's/.* serving on \([^ ]*\).*/\1/p' "$data/out")
-  export KERNELBOX_TOKEN=$(cat "$data/admin-token")
-  for mode in test test test leaderboard; do
-    begin=$(date +%s.%N)
-    $kb submit $tmpl/triton.py -l vectoradd -g H200 -m $mode > "$data/$mode.txt" 2>&1; code=$?
-    echo "submit -m $mode: exit $code, $(secs $begin) s wall"
-    grep -E 'score|rank|FAIL|fail' "$data/$mode.txt" | head -4
-  done
-  kill -TERM $pid; wait $pid
-  grep -E 'level=(WARN|ERROR)' "$data/log" | head -10
-} 2>&1 | tee "$out/judge2-daemon.txt"; fi
 
 if [[ $parts == *library* ]]; then {
   step "every bundled problem's templates, test mode, four at a time"
