@@ -42,6 +42,12 @@ type Launch struct {
 	// caches (EvalOptions.Cache), "" for none. The launcher makes it
 	// writable for the process and points CacheEnv's variables into it.
 	Cache string
+	// Standby, when set instead of Gate, makes this a standby
+	// (standby.go): the process starts in Dir, and waits at its gate
+	// until Standby returns its run's Opening. The launcher then adds the
+	// Opening's files to the process's working directory and writes its
+	// Message after the go byte. Timeout and Progress are the Opening's.
+	Standby func(context.Context) (Opening, error)
 }
 
 // Outcome is what became of a Launch.
@@ -106,7 +112,7 @@ func (ExecLauncher) Launch(ctx context.Context, l Launch) (Outcome, error) {
 	cmd.Env = append(append([]string(nil), env...), "POPCORN_FD=3")
 	cmd.ExtraFiles = []*os.File{pw}
 	var goR, goW *os.File
-	if l.Gate != nil {
+	if l.Gate != nil || l.Standby != nil {
 		if goR, goW, err = os.Pipe(); err != nil {
 			pw.Close()
 			return Outcome{}, fmt.Errorf("launch %s: go pipe: %w", l.Argv[0], err)
@@ -134,17 +140,21 @@ func (ExecLauncher) Launch(ctx context.Context, l Launch) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("launch %s: %w", l.Argv[0], err)
 	}
 	pw.Close()
+	var tee io.Writer = l.Progress
 	if goR != nil {
 		goR.Close()
-		if err := l.Gate(ctx); err != nil {
+		msg, err := openGate(ctx, &l)
+		if err != nil {
 			_ = killGroup(cmd.Process)
 			_ = cmd.Wait()
 			return Outcome{}, fmt.Errorf("launch %s: gate: %w", l.Argv[0], err)
 		}
+		tee = l.Progress
 		start = time.Now()
 		// A process that died while it waited gets EPIPE; its end is
 		// what the outcome reports.
-		_, _ = goW.Write([]byte{1})
+		_, _ = goW.Write(append([]byte{1}, msg...))
+		goW.Close()
 	}
 	if l.Timeout > 0 {
 		timer := time.AfterFunc(l.Timeout, func() {
@@ -155,8 +165,8 @@ func (ExecLauncher) Launch(ctx context.Context, l Launch) (Outcome, error) {
 	}
 	result := NewCapWriter(limit)
 	var dst io.Writer = result
-	if l.Progress != nil {
-		dst = io.MultiWriter(result, l.Progress)
+	if tee != nil {
+		dst = io.MultiWriter(result, tee)
 	}
 	readDone := make(chan struct{})
 	go func() {
@@ -198,6 +208,24 @@ func (ExecLauncher) Launch(ctx context.Context, l Launch) (Outcome, error) {
 		return out, fmt.Errorf("launch %s: %w", l.Argv[0], waitErr)
 	}
 	return out, nil
+}
+
+// openGate passes a launch's gate: Gate, or a standby's wait for its
+// run, whose files it adds to the working directory (l then takes the
+// run's timeout and progress writer). It returns what follows the go byte.
+func openGate(ctx context.Context, l *Launch) ([]byte, error) {
+	if l.Standby == nil {
+		return nil, l.Gate(ctx)
+	}
+	o, err := l.Standby(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := AddFiles(l.Dir, o.Files, -1, -1); err != nil {
+		return nil, err
+	}
+	l.Timeout, l.Progress = o.Timeout, o.Progress
+	return o.Message(), nil
 }
 
 // envWith returns env with key set to value, replacing an earlier entry.

@@ -29,6 +29,7 @@ every ranked output is checked.
 """
 
 import ctypes
+import importlib
 import math
 import os
 import random
@@ -177,10 +178,10 @@ def death(code) -> str:
 class Peer:
     """A worker process and the judge's end of its channel."""
 
-    def __init__(self, null=False):
+    def __init__(self, null=False, preload=False):
         mine, theirs = wire.Channel.pair()
         fd = theirs.fileno()
-        code = f"import worker; worker.main({fd}, null={null!r})"
+        code = f"import worker; worker.main({fd}, null={null!r}, preload={preload!r})"
         self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=(fd,), close_fds=True)
         theirs.close()
         self.chan, self.fds, self.dead, self.done = mine, [], "", None
@@ -244,20 +245,23 @@ class Judge:
     as eval.Pool does. A failed start is raised by the first ask, so that
     it is reported as that case's failure."""
 
-    def __init__(self, go=lambda: None):
+    def __init__(self, go=lambda: None, preload=False, standby=False):
         """go blocks until the device is this run's (a warm start: the
         sandbox's gate); everything before it touches no device and runs
-        no user code."""
+        no user code. With preload the worker also imports Triton before
+        the go: time that a warm start hides, and a cold one would add.
+        A standby's problem comes with the go: its reference is imported
+        after it."""
         self.peer = None
         self.broken = None
         self.go_at = None  # perf_counter_ns when the gate opened
         try:
-            self.start(go)
+            self.start(go, preload, standby)
         except WorkerDied as e:
             self.broken = e
 
-    def start(self, go):
-        self.peer = Peer()
+    def start(self, go, preload, standby):
+        self.peer = Peer(preload=preload and maybe_cuda())
         # On CUDA, a worker of our own that runs no submission: the judge
         # measures its clock's fixed cost against it (CudaLink.calibrate).
         null = Peer(null=True) if maybe_cuda() else None
@@ -269,15 +273,26 @@ class Judge:
             import torch
 
             import kbutils
-            import reference
+
+            if not standby:
+                import reference
         except BaseException as e:  # noqa: BLE001 - torch or the reference broke
             self.close()
             if null is not None:
                 null.close()
             raise WorkerDied(f"the harness's own set-up failed: {type(e).__name__}: {e}", setup=True) from e
-        self.torch, self.kb, self.ref = torch, kbutils, reference
         go()
         self.go_at = time.perf_counter_ns()
+        if standby:
+            try:
+                importlib.invalidate_caches()  # the run's files came with the go
+                import reference
+            except BaseException as e:  # noqa: BLE001 - the reference broke
+                self.close()
+                if null is not None:
+                    null.close()
+                raise WorkerDied(f"the harness's own set-up failed: {type(e).__name__}: {e}", setup=True) from e
+        self.torch, self.kb, self.ref = torch, kbutils, reference
         for p in (self.peer, null):
             if p is not None:
                 p.send({"op": "go"})
@@ -287,7 +302,13 @@ class Judge:
         sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
         self.dev = kbutils.device()
         self.rng = random.SystemRandom()
+        if self.dev == "cuda":
+            # The judge's own context while the workers make theirs: a
+            # context costs ~0.5 s, and these need not wait for each other.
+            torch.empty(1, device="cuda")
+        self.marks = {"cuda": time.perf_counter_ns() - self.go_at}
         hello = self.recv()
+        self.marks["hello"] = time.perf_counter_ns() - self.go_at
         if "fatal" in hello:
             raise WorkerDied(str(hello["fatal"]), setup=True)
         if hello.get("device") != self.dev:
@@ -298,6 +319,7 @@ class Judge:
             if null is not None:
                 null.close()
             self.link = CpuLink(self)
+        self.marks["link"] = time.perf_counter_ns() - self.go_at
 
     # ------------------------------------------------------------ channel
 

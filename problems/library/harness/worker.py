@@ -9,6 +9,7 @@ no expected output, no seed the judge draws, no clock that decides a score
 and no way to write the result stream.
 """
 
+import importlib
 import os
 import socket
 import sys
@@ -25,6 +26,7 @@ def describe(exc: BaseException) -> str:
 def load_kernel():
     """The submission's custom_kernel, imported on first use: never before
     the judge's go, and never in the judge's process."""
+    importlib.invalidate_caches()  # a standby's run came after it started
     import submission
 
     fn = getattr(submission, "custom_kernel", None)
@@ -279,7 +281,7 @@ def null_kernel(torch, out):
     return kernel
 
 
-def main(fd: int, null: bool = False):
+def main(fd: int, null: bool = False, preload: bool = False):
     """Serve the judge on fd. A null worker never imports the submission:
     its kernel returns a tensor it made at start, so the judge can measure
     what its clock costs with no work in it."""
@@ -289,6 +291,11 @@ def main(fd: int, null: bool = False):
         # device is touched (Worker) only once the judge says go.
         import torch  # noqa: F401
 
+        if preload and not null:
+            try:
+                import triton  # noqa: F401 - imports, touches no device
+            except ImportError:
+                pass
         try:
             msg, fds = chan.recv()
         except wire.Closed:
