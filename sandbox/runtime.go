@@ -190,7 +190,7 @@ func (r *Runtime) Run(ctx context.Context, s Spec) (*Result, error) {
 		res.Error = fmt.Sprintf("%s: %v", op, err)
 		return res, nil
 	}
-	if len(s.Keep) > 0 {
+	if len(s.Keep) > 0 || s.Standby != nil {
 		s.workBind = filepath.Join(runDir, "work")
 	}
 	if err := buildRootfs(rootfs, &s); err != nil {
@@ -210,13 +210,14 @@ func (r *Runtime) Run(ctx context.Context, s Spec) (*Result, error) {
 	if err != nil {
 		return fail(op, err)
 	}
-	if err := p.open(ctx, s.Gate); err != nil {
+	wall, err := p.open(ctx, &s)
+	if err != nil {
 		_ = container.Signal(unix.SIGKILL)
 		p.wait(ctx, container, 0)
 		p.out.drain()
 		return nil, fmt.Errorf("gate of run %s: %w", id, err)
 	}
-	end := p.wait(ctx, container, s.Limits.WallTime)
+	end := p.wait(ctx, container, wall)
 	res.Wall = time.Since(p.began)
 	p.out.drain()
 	r.readStats(container, res)
@@ -302,26 +303,69 @@ type process struct {
 	proc  *libcontainer.Process
 	out   *outputs
 	began time.Time
-	// goW is the gate's end of the go pipe (Spec.Gate), nil without one.
+	// goW is the gate's end of the go pipe (Spec.Gate, Spec.Standby),
+	// nil without one.
 	goW *os.File
+	// tee is a standby's result tee, set at its opening.
+	tee *lateWriter
 }
 
-// open passes the gate: it waits for gate, then tells the process to go
-// and restarts the wall clock, which counts the run from there. Without a
-// gate there is nothing to wait for.
-func (p *process) open(ctx context.Context, gate func(context.Context) error) error {
+// open passes the gate: it waits for Gate (or a standby's work, which it
+// adds to /work), then tells the process to go and restarts the wall
+// clock, which counts the run from there. Without a gate there is
+// nothing to wait for. It returns the run's wall limit.
+func (p *process) open(ctx context.Context, s *Spec) (time.Duration, error) {
+	wall := s.Limits.WallTime
 	if p.goW == nil {
-		return nil
+		return wall, nil
 	}
 	defer p.goW.Close()
-	if err := gate(ctx); err != nil {
-		return err
+	var msg []byte
+	if s.Standby == nil {
+		if err := s.Gate(ctx); err != nil {
+			return 0, err
+		}
+	} else {
+		o, err := s.Standby(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if err := problems.AddFiles(s.workBind, o.Files, s.UID, s.GID); err != nil {
+			return 0, fmt.Errorf("standby's work: %w", err)
+		}
+		if o.WallTime > 0 {
+			wall = o.WallTime
+		}
+		p.tee.set(o.ResultTee)
+		msg = o.Message
 	}
 	p.began = time.Now()
 	// A process that died while it waited gets EPIPE here; its death is
 	// what the run reports.
-	_, _ = p.goW.Write([]byte{1})
-	return nil
+	_, _ = p.goW.Write(append([]byte{1}, msg...))
+	return wall, nil
+}
+
+// lateWriter passes writes on to a writer set later (a standby's result
+// tee), dropping them until then.
+type lateWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lateWriter) set(w io.Writer) {
+	l.mu.Lock()
+	l.w = w
+	l.mu.Unlock()
+}
+
+func (l *lateWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.w != nil {
+		_, _ = l.w.Write(b)
+	}
+	return len(b), nil
 }
 
 // start starts the container's init with our pipes; on an error, op says
@@ -354,7 +398,7 @@ func start(container *libcontainer.Container, s *Spec) (*process, string, error)
 		proc.Env = append(proc.Env, "POPCORN_FD=3")
 	}
 	var goR, goW *os.File
-	if s.Gate != nil {
+	if s.Gate != nil || s.Standby != nil {
 		if goR, goW, err = os.Pipe(); err != nil {
 			outW.Close()
 			errW.Close()
@@ -391,9 +435,13 @@ func start(container *libcontainer.Container, s *Spec) (*process, string, error)
 		out.drain()
 		return nil, "start", runErr
 	}
+	tee := &lateWriter{}
 	if out.resultRead != nil {
 		var dst io.Writer = out.result
-		if s.ResultTee != nil {
+		switch {
+		case s.Standby != nil:
+			dst = io.MultiWriter(out.result, tee)
+		case s.ResultTee != nil:
 			dst = io.MultiWriter(out.result, s.ResultTee)
 		}
 		go func(r *os.File) {
@@ -401,7 +449,7 @@ func start(container *libcontainer.Container, s *Spec) (*process, string, error)
 			_, _ = io.Copy(dst, r)
 		}(out.resultRead)
 	}
-	return &process{proc: proc, out: out, began: began, goW: goW}, "", nil
+	return &process{proc: proc, out: out, began: began, goW: goW, tee: tee}, "", nil
 }
 
 // ending is how a run's init ended.

@@ -470,6 +470,63 @@ func TestRuntime_Gate(t *testing.T) {
 	}
 }
 
+// TestRuntime_Standby: a standby starts with its spec's files and waits;
+// at its opening the opening's files are in /work (replacing one of the
+// spec's, owned by the run's uid), its message follows the go byte, its
+// result tee gets what is written from then on, and its wall limit
+// replaces the spec's.
+func TestRuntime_Standby(t *testing.T) {
+	t.Parallel()
+	r := newTestRuntime(t)
+	first, late := t.TempDir(), t.TempDir()
+	for dir, files := range map[string]map[string]string{
+		first: {"harness.txt": "harness", "job.txt": "standby's"},
+		late:  {"job.txt": "the run's", "sub/input.txt": "input"},
+	} {
+		for name, body := range files {
+			if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s := shSpec(`echo ready >&3; msg=$(tail -c +2 <&$KERNELBOX_GO_FD); echo "$msg" $(cat /work/harness.txt) $(cat /work/job.txt) $(cat /work/sub/input.txt) >&3; ` +
+		`echo > /work/job.txt && echo wrote; sleep 3`)
+	s.ResultPipe = true
+	s.WorkDir = first
+	s.Limits.WallTime = time.Hour
+	tee := &signalWriter{want: "zzz", seen: make(chan struct{})}
+	s.Standby = func(ctx context.Context) (Opening, error) {
+		time.Sleep(time.Second) // the standby waits for its run
+		return Opening{Files: late, Message: []byte("go on"), WallTime: 2 * time.Second, ResultTee: tee}, nil
+	}
+	res, err := r.Run(t.Context(), s)
+	if err != nil {
+		t.Fatalf("Run() = %v", err)
+	}
+	if want := "ready\ngo on harness the run's input\n"; string(res.ResultData) != want {
+		t.Errorf("result %q, want %q", res.ResultData, want)
+	}
+	if got := tee.String(); got != "go on harness the run's input\n" {
+		t.Errorf("the opening's tee got %q, want what came after the go", got)
+	}
+	if !strings.Contains(string(res.Stdout), "wrote") {
+		t.Errorf("stdout %q: the run could not write its file (owner)", res.Stdout)
+	}
+	if res.Verdict != VerdictTimeout {
+		t.Errorf("verdict %s, want the opening's 2 s wall limit to stop the 3 s sleep", res.Verdict)
+	}
+
+	bad := shSpec(`true`)
+	bad.Gate = func(context.Context) error { return nil }
+	bad.Standby = s.Standby
+	if _, err := r.Run(t.Context(), bad); !errors.Is(err, ErrInvalidSpec) {
+		t.Errorf("a gate and a standby: %v, want ErrInvalidSpec", err)
+	}
+}
+
 // signalWriter closes seen once want has been written to it.
 type signalWriter struct {
 	mu   sync.Mutex
@@ -487,4 +544,10 @@ func (w *signalWriter) Write(p []byte) (int, error) {
 		w.once.Do(func() { close(w.seen) })
 	}
 	return len(p), nil
+}
+
+func (w *signalWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }

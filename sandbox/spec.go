@@ -73,8 +73,30 @@ type Spec struct {
 	// touches one: a warm start, while the device is still another run's.
 	// When Gate fails, the run is killed and Run returns Gate's error.
 	Gate func(context.Context) error `json:"-"`
+	// Standby, when set instead of Gate, holds a run started before its
+	// work is known (a standby harness, problems/standby.go): it starts
+	// with WorkDir's files and waits as a gated run does, until Standby
+	// returns its Opening. Run then adds the Opening's files to /work,
+	// writes its Message after the go byte and takes its wall limit and
+	// result tee. A standby's /work is a host directory of the run, as
+	// with Keep, so that files can be added while it runs.
+	Standby func(context.Context) (Opening, error) `json:"-"`
 
-	workBind string // the host directory behind /work when Keep is set
+	workBind string // the host directory behind /work when Keep or Standby is set
+}
+
+// Opening is what a standby run (Spec.Standby) learns when its work comes.
+type Opening struct {
+	// Files is a host directory whose files are added to the run's /work
+	// (replacing what is there), owned by the run's uid.
+	Files string
+	// Message follows the go byte, the write end then closed.
+	Message []byte
+	// WallTime, when positive, replaces the spec's wall limit.
+	WallTime time.Duration
+	// ResultTee, when set, gets the result stream from the go on (as
+	// Spec.ResultTee, which a standby should leave nil).
+	ResultTee io.Writer
 }
 
 // Verdict is how a run ended.
@@ -160,6 +182,12 @@ func (s *Spec) validate() error {
 	}
 	if len(s.Keep) > 0 && s.KeepTo == "" {
 		return bad("keep without keep_to")
+	}
+	if s.Gate != nil && s.Standby != nil {
+		return bad("a gate and a standby: a run waits for one or the other")
+	}
+	if s.Standby != nil && s.ResultTee != nil {
+		return bad("a standby's result tee comes with its opening")
 	}
 	for _, m := range s.Mask {
 		if !strings.HasPrefix(filepath.Clean(m), "/proc/") || filepath.Clean(m) != m {
