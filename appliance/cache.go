@@ -307,3 +307,119 @@ func later(t time.Time, more ...time.Time) time.Time {
 	}
 	return t
 }
+
+// cloneCache makes dst (a standby's empty cache directory) a copy of the
+// cache src made of hard links: the run that takes the standby over
+// finds its submitter's builds at once, whatever their size. Both lie
+// under one caches root. Only directories and regular files are brought
+// in, with their owners (the sandbox's uid), never a link.
+func cloneCache(src, dst string) error {
+	return linkTree(src, dst, false)
+}
+
+// mergeCache brings what a standby's run built (src, its cache directory,
+// cloned from dst at the gate) back into the submitter's cache dst: each
+// file that is not already there as the same file replaces dst's (a
+// rename, so a run reading the old one keeps it). What the run deleted
+// stays in dst; pruning bounds it.
+func mergeCache(src, dst string) error {
+	return linkTree(src, dst, true)
+}
+
+// linkTree mirrors the directories and regular files of src into dst
+// (one filesystem), through an os.Root over the directory holding both,
+// so that no link in either leads out: by hard link, or by rename when
+// move is set.
+func linkTree(src, dst string, move bool) error {
+	base, err := commonRoot(src, dst)
+	if err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(base)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	srel, _ := filepath.Rel(base, src)
+	drel, _ := filepath.Rel(base, dst)
+	top, err := root.Lstat(srel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // nothing cached yet
+	}
+	if err != nil {
+		return err
+	}
+	if !top.IsDir() {
+		return fmt.Errorf("%s: not a directory", src)
+	}
+	// The submitter's first run: their cache is made like the standby's.
+	if err := mkdirLike(root, drel, top); err != nil {
+		return err
+	}
+	return fs.WalkDir(root.FS(), filepath.ToSlash(srel), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		rel, _ := filepath.Rel(srel, filepath.FromSlash(p))
+		if rel == "." {
+			return nil
+		}
+		to := filepath.Join(drel, rel)
+		from := filepath.FromSlash(p)
+		switch {
+		case d.IsDir():
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			return mkdirLike(root, to, info)
+		case d.Type().IsRegular():
+			if !move {
+				return root.Link(from, to)
+			}
+			a, err1 := root.Lstat(from)
+			b, err2 := root.Lstat(to)
+			if err1 == nil && err2 == nil && os.SameFile(a, b) {
+				return nil
+			}
+			if err2 == nil && b.IsDir() {
+				return nil // the submitter's cache has a directory there now: theirs wins
+			}
+			return root.Rename(from, to)
+		}
+		return nil
+	})
+}
+
+// mkdirLike makes the directory rel under root, unless there is one, with
+// like's permissions and (as root) owner: the sandbox's uid must be able
+// to write in what it wrote in before.
+func mkdirLike(root *os.Root, rel string, like fs.FileInfo) error {
+	err := root.Mkdir(rel, like.Mode().Perm())
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if sys, ok := like.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
+		return root.Lchown(rel, int(sys.Uid), int(sys.Gid))
+	}
+	return nil
+}
+
+// commonRoot is the deepest directory holding both a and b.
+func commonRoot(a, b string) (string, error) {
+	a, b = filepath.Clean(a), filepath.Clean(b)
+	for dir := filepath.Dir(a); ; dir = filepath.Dir(dir) {
+		if rel, err := filepath.Rel(dir, b); err == nil && !strings.HasPrefix(rel, "..") {
+			return dir, nil
+		}
+		if dir == filepath.Dir(dir) {
+			return "", fmt.Errorf("%s and %s share no directory", a, b)
+		}
+	}
+}

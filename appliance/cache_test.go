@@ -396,3 +396,78 @@ func TestDaemon_CompileCache(t *testing.T) {
 		t.Errorf("alice's cache directory: mode %v, owner %d; want 0700 and the sandbox's uid %d", st.Mode().Perm(), sys.Uid, sandbox.Nobody)
 	}
 }
+
+// TestCloneAndMergeCache: a standby's run finds its submitter's cache in
+// its own directory as hard links (no copy, whatever the size), and what
+// it builds or rebuilds there goes back into the submitter's cache; what
+// it deleted stays, and no link of the cache is followed or brought in.
+func TestCloneAndMergeCache(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	user, sb := filepath.Join(root, "7"), filepath.Join(root, "standby", "cache-1")
+	write := func(path, body string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(user, "triton", "abc", "k.cubin"), "old kernel")
+	write(filepath.Join(user, "torch_extensions", "ext", "a.so"), "old ext")
+	if err := os.Symlink("/etc/passwd", filepath.Join(user, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(sb, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := cloneCache(user, sb); err != nil {
+		t.Fatalf("cloneCache: %v", err)
+	}
+	same := func(a, b string) bool {
+		sa, err1 := os.Stat(a)
+		sb, err2 := os.Stat(b)
+		return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+	}
+	if !same(filepath.Join(user, "triton", "abc", "k.cubin"), filepath.Join(sb, "triton", "abc", "k.cubin")) {
+		t.Errorf("the standby's triton/abc/k.cubin is not the user's file")
+	}
+	if _, err := os.Lstat(filepath.Join(sb, "link")); err == nil {
+		t.Errorf("the user's link was brought into the standby's cache")
+	}
+	// The run: a new kernel, a rebuilt extension, a deleted entry.
+	write(filepath.Join(sb, "triton", "def", "k2.cubin"), "new kernel")
+	if err := os.Remove(filepath.Join(sb, "torch_extensions", "ext", "a.so")); err != nil {
+		t.Fatal(err)
+	}
+	write(filepath.Join(sb, "torch_extensions", "ext", "a.so"), "new ext")
+	if err := os.RemoveAll(filepath.Join(sb, "triton", "abc")); err != nil {
+		t.Fatal(err)
+	}
+	if err := mergeCache(sb, user); err != nil {
+		t.Fatalf("mergeCache: %v", err)
+	}
+	for path, want := range map[string]string{
+		filepath.Join(user, "triton", "def", "k2.cubin"):       "new kernel",
+		filepath.Join(user, "torch_extensions", "ext", "a.so"): "new ext",
+		filepath.Join(user, "triton", "abc", "k.cubin"):        "old kernel",
+	} {
+		if b, err := os.ReadFile(path); err != nil || string(b) != want {
+			t.Errorf("after the merge %s = %q, %v; want %q", path, b, err, want)
+		}
+	}
+	// A submitter's first run: the merge makes their cache.
+	fresh := filepath.Join(root, "8")
+	write(filepath.Join(sb, "triton", "ghi", "k3.cubin"), "new kernel")
+	if err := mergeCache(sb, fresh); err != nil {
+		t.Fatalf("mergeCache into a new cache: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(fresh, "triton", "ghi", "k3.cubin")); err != nil || string(b) != "new kernel" {
+		t.Errorf("new cache: %q, %v", b, err)
+	}
+	// Nothing cached yet: nothing to clone.
+	if err := cloneCache(filepath.Join(root, "9"), sb); err != nil {
+		t.Errorf("cloneCache of a user without a cache: %v", err)
+	}
+}

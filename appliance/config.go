@@ -88,6 +88,10 @@ type Config struct {
 	// prepare (torch imported, workers started) before the GPU is free,
 	// touching the GPU only once it is (appliance/warm.go).
 	WarmStart bool `yaml:"warm_start"`
+	// Standby keeps a harness waiting on each idle GPU, torch imported and
+	// nothing run, which the next run on our Python harness takes over
+	// (appliance/standby.go): a test run skips its cold start.
+	Standby bool `yaml:"standby"`
 	// RateLimits are the submissions per user per hour for leaderboards
 	// that set none, per category (test, ranked); 0 means no limit.
 	RateLimits map[string]int `yaml:"rate_limits"`
@@ -301,6 +305,7 @@ func DefaultConfig() Config {
 		BackfillLimit:     4,
 		AgePerSecond:      1000,
 		WarmStart:         true,
+		Standby:           true,
 		RateLimits:        map[string]int{api.CategoryTest: 120, api.CategoryRanked: 30},
 		MaxUploadBytes:    problems.MaxSubmissionBytes,
 		MaxProblemBytes:   64 << 20,

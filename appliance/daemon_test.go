@@ -102,7 +102,8 @@ func startDaemonWith(t testing.TB, dir string, mutate func(*Config), prepare fun
 	cfg.Grace = 5 * time.Second
 	cfg.CgroupParent = testCgroupParent(t)
 	cfg.Budget = BudgetConfig{Memory: 8 << 30, Pids: 8000}
-	cfg.GPUs = "none" // the tests of fake GPUs turn it on; the real ones stay out of the way
+	cfg.GPUs = "none"   // the tests of fake GPUs turn it on; the real ones stay out of the way
+	cfg.Standby = false // TestDaemon_Standby turns it on: a standby is two more Python processes per GPU
 	if mutate != nil {
 		mutate(&cfg)
 	}

@@ -294,6 +294,8 @@ func (r *runner) evaluate(ctx context.Context, g gang, rc *store.RunContext, gat
 	}
 	mode := problems.Mode(rc.Run.Mode)
 	launcher, env := r.launch(g, mode)
+	launcher, done := r.standbyLauncher(r.log.With(logSlot, g.ids(), logRun, rc.Run.ID), g, launcher)
+	defer done()
 	var seed *int64
 	if rc.Run.Secret {
 		seed = &rc.Leaderboard.SecretSeed
@@ -310,7 +312,7 @@ func (r *runner) evaluate(ctx context.Context, g gang, rc *store.RunContext, gat
 	rep, err := problems.Evaluate(ctx, launcher, t, problems.EvalOptions{
 		Profiler: profiler, Ceilings: r.measure.ceilings(slot), FloorSlack: r.measure.FloorSlack,
 		Mode: mode, Python: r.python.Path, Device: slot.Device, Seed: seed, Env: env, WorkDir: work, GPUs: len(g), Gate: gate,
-		Submission: rc.Code, OutputLimit: 64 << 10,
+		Submission: rc.Code, OutputLimit: runOutputLimit,
 		Cache: r.cacheFor(rc),
 		OnTest: func(phase string, tr problems.TestResult) {
 			if rc.Run.Secret {

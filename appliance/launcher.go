@@ -72,8 +72,16 @@ func (l *sandboxLauncher) Launch(ctx context.Context, in problems.Launch) (probl
 		binds = append(slices.Clip(l.binds), sandbox.Bind{Source: in.Cache, Destination: SandboxCacheDir, Writable: true})
 		env = problems.CacheEnv(env, SandboxCacheDir)
 	}
-	res, err := l.rt.Run(ctx, sandbox.Spec{Args: in.Argv, Env: env, WorkDir: in.Dir, Binds: binds, Devices: l.devices, Limits: lim, ResultPipe: true,
-		ResultTee: in.Progress, Keep: in.Keep, KeepTo: in.Dir, Mask: l.mask, Loopback: in.Loopback, Gate: in.Gate})
+	spec := sandbox.Spec{Args: in.Argv, Env: env, WorkDir: in.Dir, Binds: binds, Devices: l.devices, Limits: lim, ResultPipe: true,
+		ResultTee: in.Progress, Keep: in.Keep, KeepTo: in.Dir, Mask: l.mask, Loopback: in.Loopback, Gate: in.Gate}
+	if in.Standby != nil {
+		spec.ResultTee = nil
+		spec.Standby = func(ctx context.Context) (sandbox.Opening, error) {
+			o, err := in.Standby(ctx)
+			return sandbox.Opening{Files: o.Files, Message: o.Message(), WallTime: o.Timeout, ResultTee: o.Progress}, err
+		}
+	}
+	res, err := l.rt.Run(ctx, spec)
 	if err != nil {
 		return problems.Outcome{}, err
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -90,7 +91,7 @@ func newRunner(cfg Config, svc *Service, slots []Slot, launch launcherFunc, it *
 	return &runner{queue: svc.queue, store: svc.store, wake: svc.wake, tasks: svc.task, reconcile: svc.reconcile,
 		cfg: runnerConfig{Boot: svc.boot, LeaseTTL: cfg.LeaseTTL, MaxRunningPerUser: cfg.MaxRunningPerUser,
 			BackfillLimit: cfg.BackfillLimit, AgePerSecond: cfg.AgePerSecond, Version: cfg.Version, WarmStart: cfg.WarmStart,
-			ProfilesDir: profilesDir(cfg.DataDir)},
+			Standby: cfg.Standby, ProfilesDir: profilesDir(cfg.DataDir)},
 		slots: slots, launch: launch, python: it, workRoot: filepath.Join(cfg.DataDir, "work"), log: log,
 		measure: cfg.Measurement, maxReport: int64(cfg.Profiler.MaxReport),
 		caches: newUserCaches(filepath.Join(cfg.DataDir, "cache"), int64(cfg.CacheBudget))}
@@ -104,7 +105,9 @@ type runnerConfig struct {
 	AgePerSecond                     int64
 	// WarmStart claims the next job of a busy GPU and starts its sandbox
 	// before the GPU is free (warm.go).
-	WarmStart   bool
+	WarmStart bool
+	// Standby keeps a harness waiting on each idle GPU (standby.go).
+	Standby     bool
 	Version     string // the binary's, stored with every run
 	ProfilesDir string // where kept .ncu-rep files go
 }
@@ -150,10 +153,13 @@ type runner struct {
 	cancelHard context.CancelFunc
 	wg         sync.WaitGroup
 	stopOnce   sync.Once
-	busy       sync.Map // slot id -> the job it runs (int64)
-	drained    sync.Map // slot id -> why it takes no jobs (string)
-	warm       sync.Map // slot id -> the job warming up for it (int64; warm.go)
-	onJobDone  func()   // tests and the idle-gap benchmark listen here
+	busy       sync.Map     // slot id -> the job it runs (int64)
+	drained    sync.Map     // slot id -> why it takes no jobs (string)
+	warm       sync.Map     // slot id -> the job warming up for it (int64; warm.go)
+	standbys   sync.Map     // slot id -> its standby harness (*standby; standby.go)
+	standbyOff sync.Map     // slot id -> no standby before then (time.Time)
+	handed     atomic.Int64 // runs handed to a standby
+	onJobDone  func()       // tests and the idle-gap benchmark listen here
 }
 
 // Start registers the slots with the service and starts one dispatcher per
@@ -358,6 +364,8 @@ func (r *runner) dispatch(slots []Slot) {
 		}
 		if !errors.Is(err, queue.ErrNoJob) && r.soft.Err() == nil {
 			log.Error("claim", "err", err)
+		} else if err != nil {
+			r.tendStandbys(log, slots)
 		}
 		t := time.NewTimer(r.idlePoll)
 		select {
