@@ -6,20 +6,22 @@
 # - spread: 10 benchmark-mode submissions of the Triton vectoradd template
 #   through the daemon with the SM clock locked at $LOCK MHz, the CV of
 #   each shape's mean and of the score;
-# - daemon: the same template in test mode x3 one at a time, x5 queued at
-#   once (warm starts: the next job prepares while the GPU is busy), and
-#   leaderboard mode x1;
+# - daemon: the same template in test mode x10 one at a time, $PAUSE s
+#   apart (a standby harness waits on the idle GPU), leaderboard mode x3,
+#   and x5 queued at once (warm starts: the next job prepares while the
+#   GPU is busy);
+# - nostandby: test mode x3 through a daemon with standbys off;
 # - inline: the CUDA load_inline template in test mode twice from one user
 #   (the second hits that user's compile cache);
 # - library: as above, last (the call's time limit may cut it short);
 # - cheats: the corpus's garbage-collector search and cudart patch alone.
-# PARTS picks (default: spread daemon inline library). Writes $OUT/judge3-PART.txt and the spread's
+# PARTS picks (default: daemon spread inline nostandby library). Writes $OUT/judge3-PART.txt and the spread's
 # runs as $OUT/judge3-runs.jsonl. Needs bin/kernelbox built with -tags
 # seccomp (docs/gpu-runs.md).
 set -u
 out=${OUT:-gpu-out}; mkdir -p "$out"
 source bench/gpu-lib.sh
-parts=${PARTS:-spread daemon inline library}
+parts=${PARTS:-daemon spread inline nostandby library}
 tmpl=$lib/templates
 gtype=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -oE '[A-Z][0-9]{2,3}' | head -1)
 secs() { python3 -c "print(round($(date +%s.%N)-$1,1))"; }
@@ -51,6 +53,38 @@ if [[ $parts == *spread* || $parts == *daemon* || $parts == *inline* ]]; then
   start /tmp/kb-locked.yaml
 fi
 
+if [[ $parts == *daemon* ]]; then {
+  step "daemon: the Triton template in test mode x10, one at a time, ${PAUSE:-5} s apart (a standby waits on the idle GPU)"
+  sleep 20 # the first standby imports torch from a cold page cache
+  walls=()
+  for i in $(seq 10); do
+    begin=$(date +%s.%N)
+    $kb submit $tmpl/triton.py -l vectoradd -g $gtype -m test > /tmp/test.txt 2>&1; code=$?
+    w=$(secs $begin); walls+=($w)
+    echo "submit -m test $i: exit $code, $w s wall"
+    [ $code = 0 ] || tail -3 /tmp/test.txt
+    sleep ${PAUSE:-5}
+  done
+  python3 -c 'import statistics, sys; v = sorted(map(float, sys.argv[1:])); print(f"test mode: median {statistics.median(v):.2f} s, min {v[0]} max {v[-1]} over {len(v)}")' "${walls[@]}"
+  step "daemon: leaderboard mode x3, 8 s apart"
+  for i in 1 2 3; do
+    begin=$(date +%s.%N)
+    $kb submit $tmpl/triton.py -l vectoradd -g $gtype -m leaderboard > /tmp/lb.txt 2>&1; code=$?
+    echo "submit -m leaderboard $i: exit $code, $(secs $begin) s wall"
+    grep -E 'score|rank|FAIL|fail|error' /tmp/lb.txt | head -4
+    sleep 8
+  done
+  step "daemon: five test-mode submissions queued at once (a standby, then warm starts)"
+  begin=$(date +%s.%N)
+  for i in 1 2 3 4 5; do
+    ( s=$(date +%s.%N); $kb submit $tmpl/triton.py -l vectoradd -g $gtype -m test > /tmp/q$i.txt 2>&1; echo "queued $i: exit $?, $(secs $s) s from its submit" ) &
+  done
+  wait
+  echo "all five: $(secs $begin) s"
+  echo "runs handed to a standby: $(grep -c 'run handed to the standby' "$data/log")"
+  grep -E 'run finished' "$data/log" | sed 's/.*\(job=[0-9]*\).*\(passed=[a-z]*\) \(wall=[^ ]*\).*/\1 \2 \3/' | tail -20
+} 2>&1 | tee "$out/judge3-daemon.txt"; fi
+
 if [[ $parts == *spread* ]]; then {
   step "spread: 10 benchmark-mode submissions of the Triton template, clocks locked at $lock MHz"
   : > "$out/judge3-runs.jsonl"
@@ -80,32 +114,6 @@ if len(scores) > 1:
 PY
 } 2>&1 | tee "$out/judge3-spread.txt"; fi
 
-if [[ $parts == *daemon* ]]; then {
-  step "daemon: the Triton template, test mode x3 and leaderboard mode x1"
-  for mode in test test test leaderboard; do
-    begin=$(date +%s.%N)
-    $kb submit $tmpl/triton.py -l vectoradd -g $gtype -m $mode > /tmp/$mode.txt 2>&1; code=$?
-    echo "submit -m $mode: exit $code, $(secs $begin) s wall"
-    grep -E 'score|rank|FAIL|fail' /tmp/$mode.txt | head -4
-  done
-  step "daemon: five test-mode submissions queued at once (warm starts)"
-  begin=$(date +%s.%N)
-  for i in 1 2 3 4 5; do
-    ( s=$(date +%s.%N); $kb submit $tmpl/triton.py -l vectoradd -g $gtype -m test > /tmp/q$i.txt 2>&1; echo "queued $i: exit $?, $(secs $s) s from its submit" ) &
-  done
-  wait
-  echo "all five: $(secs $begin) s"
-  $kb submissions --json 2>/dev/null | python3 -c '
-import json, sys
-try:
-    subs = json.load(sys.stdin)
-except Exception:
-    sys.exit()
-subs = subs.get("submissions", subs) if isinstance(subs, dict) else subs
-for s in subs[:5]:
-    print({k: s.get(k) for k in ("id", "status", "passed", "created", "finished")})' || true
-} 2>&1 | tee "$out/judge3-daemon.txt"; fi
-
 if [[ $parts == *inline* ]]; then {
   step "the CUDA load_inline template twice from one user: cold, then the user's compile cache"
   for i in 1 2; do
@@ -120,7 +128,21 @@ if [[ $parts == *inline* ]]; then {
 if [[ $parts == *spread* || $parts == *daemon* || $parts == *inline* ]]; then
   stop
   grep -E 'level=(WARN|ERROR)' "$data/log" | head -10 | tee -a "$out/judge3-daemon.txt"
+  cp "$data/log" "$out/judge3-daemon.log"
 fi
+
+if [[ $parts == *nostandby* ]]; then {
+  step "the same daemon without standbys (standby: false): test mode x3, 5 s apart"
+  printf 'standby: false\nmeasurement:\n  clocks: {%s: "%s"}\n' "$gtype" "$lock" > /tmp/kb-nostandby.yaml
+  start /tmp/kb-nostandby.yaml
+  for i in 1 2 3; do
+    begin=$(date +%s.%N)
+    $kb submit $tmpl/triton.py -l vectoradd -g $gtype -m test > /tmp/ns.txt 2>&1; code=$?
+    echo "submit -m test $i (no standby): exit $code, $(secs $begin) s wall"
+    sleep 5
+  done
+  stop
+} 2>&1 | tee "$out/judge3-nostandby.txt"; fi
 
 if [[ $parts == *cheats* ]]; then {
   step "cheats alone, benchmark mode (eval, clocks not locked)"
