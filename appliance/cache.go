@@ -134,11 +134,12 @@ type pruned struct {
 // names them) a whole entry lies, which pruning deletes or keeps as one:
 // Triton keeps a directory per compiled kernel (triton/<hash>),
 // load_inline one per extension (torch_extensions/<name>), inductor a
-// directory per hash prefix or kind of artefact. The CUDA driver's cache
+// directory per hash prefix or kind of artefact, and a lang cu problem's
+// build one per key (nvcc/<key>, problems/nvcc.go). The CUDA driver's cache
 // is not here: it is one database (an index over its files, which the
 // driver bounds itself), so it is pruned whole, like anything else a run
 // left at the top.
-var entryDepth = map[string]int{"triton": 1, "torch_extensions": 1, "inductor": 1}
+var entryDepth = map[string]int{"triton": 1, "torch_extensions": 1, "inductor": 1, "nvcc": 1}
 
 // cacheEntry is one entry of a cache.
 type cacheEntry struct {

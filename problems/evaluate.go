@@ -49,6 +49,10 @@ type EvalOptions struct {
 	Submission []byte
 	// NVCC compiles lang cu problems; "nvcc" when empty.
 	NVCC string
+	// Arch names the GPU a lang cu build is for (its type: nvcc builds
+	// for the GPU at hand), part of its compile cache key; "" keeps the
+	// build out of the cache.
+	Arch string
 	// OutputLimit caps each captured stream of each phase.
 	OutputLimit int
 	// OnPhase, when set, is called with each phase as it ends: the daemon
@@ -443,10 +447,18 @@ func firstFailure(res *Result) string {
 	return ""
 }
 
-// firstLine summarises a message for a reason: the exception of a Python
-// traceback (its last line), or else the first line.
+// firstLine summarises a message for a reason: a failed build's errors
+// with their lines (load_inline puts the compiler's output in its
+// exception), the exception of a Python traceback (its last line), or
+// else the first line.
 func firstLine(s string) string {
 	s = strings.TrimSpace(s)
+	if i := strings.Index(s, "Error building extension"); i >= 0 {
+		if errs := compileErrors(s[i:]); diagnosticRE.MatchString(errs) {
+			name, _, _ := strings.Cut(s[i:], ":")
+			return name + ": " + errs
+		}
+	}
 	if strings.HasPrefix(s, "Traceback") {
 		return lastLine(s)
 	}
@@ -462,48 +474,6 @@ func lastLine(s string) string {
 		s = s[i+1:]
 	}
 	return truncate(s, 200)
-}
-
-// compileCUDA builds a lang cu problem with nvcc into eval.out and removes
-// the sources, so the running submission cannot read the reference.
-func compileCUDA(ctx context.Context, l Launcher, t *Task, opts EvalOptions) (Phase, error) {
-	nvcc := opts.NVCC
-	if nvcc == "" {
-		nvcc = "nvcc"
-	}
-	argv := []string{nvcc, "-std=c++17", "-O3", "-DNDEBUG", "--expt-relaxed-constexpr", "--extended-lambda", "-lineinfo", "-arch=native"}
-	for _, d := range t.Config.IncludeDirs {
-		argv = append(argv, "-I"+d)
-	}
-	for k, v := range t.Config.Defines {
-		argv = append(argv, "-D"+k+"="+v)
-	}
-	argv = append(argv, t.Config.CompileFlags...)
-	argv = append(argv, t.Config.Sources...)
-	argv = append(argv, "-o", "eval.out")
-	out, err := l.Launch(ctx, Launch{Dir: opts.WorkDir, Argv: argv, Env: opts.Env, Timeout: 120 * time.Second,
-		OutputLimit: opts.OutputLimit, Keep: []string{"eval.out"}, Cache: opts.Cache})
-	ph := Phase{Name: "compile", ExitCode: out.ExitCode, TimedOut: out.TimedOut, Wall: out.Wall,
-		Stdout: string(out.Stdout), Stderr: string(out.Stderr), Truncated: out.Truncated}
-	if err != nil {
-		if ctx.Err() != nil {
-			return ph, fmt.Errorf("compile %s: %w", t.Name, err)
-		}
-		ph.Reason = fmt.Sprintf("cannot run %s: %v", nvcc, err)
-		return ph, nil
-	}
-	switch {
-	case out.TimedOut:
-		ph.Reason = "compilation timed out"
-	case out.ExitCode != 0:
-		ph.Reason = "compilation failed: " + lastLine(string(out.Stderr))
-	default:
-		ph.Passed = true
-		for _, f := range t.Files {
-			_ = os.Remove(filepath.Join(opts.WorkDir, filepath.FromSlash(f.Name)))
-		}
-	}
-	return ph, nil
 }
 
 // applyFloor sets each benchmark's MinNs from the task's floor and the device's
