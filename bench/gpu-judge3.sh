@@ -10,6 +10,8 @@
 #   apart (a standby harness waits on the idle GPU), leaderboard mode x3,
 #   and x5 queued at once (warm starts: the next job prepares while the
 #   GPU is busy);
+# - native: the lang cu test problem twice from one user (nvcc, then the
+#   user's compile cache);
 # - nostandby: test mode x3 through a daemon with standbys off;
 # - inline: the CUDA load_inline template in test mode twice from one user
 #   (the second hits that user's compile cache);
@@ -48,7 +50,7 @@ python3 -c 'import torch,triton;print("torch", torch.__version__, "triton", trit
 echo "GPU type: $gtype"
 } 2>&1 | tee "$out/judge3-system.txt"
 
-if [[ $parts == *spread* || $parts == *daemon* || $parts == *inline* ]]; then
+if [[ $parts == *spread* || $parts == *daemon* || $parts == *inline* || $parts == *native* ]]; then
   printf 'measurement:\n  clocks: {%s: "%s"}\n' "$gtype" "$lock" > /tmp/kb-locked.yaml
   start /tmp/kb-locked.yaml
 fi
@@ -125,7 +127,19 @@ if [[ $parts == *inline* ]]; then {
   du -sh "$data/cache"/* 2>/dev/null | head -3
 } 2>&1 | tee "$out/judge3-inline.txt"; fi
 
-if [[ $parts == *spread* || $parts == *daemon* || $parts == *inline* ]]; then
+if [[ $parts == *native* ]]; then {
+  step "a native .cu problem (lang cu) twice from one user: nvcc, then the user's compile cache"
+  $kb admin problems load problems/testdata/cuda_identity 2>&1 | tail -2
+  for i in 1 2; do
+    begin=$(date +%s.%N)
+    $kb submit problems/testdata/cuda_identity/submission.cu -l cuda_identity -g $gtype -m test -v > /tmp/nat$i.txt 2>&1; code=$?
+    echo "submit $i: exit $code, $(secs $begin) s wall"
+    grep -iE 'phase|compile|cache|reason|FAIL' /tmp/nat$i.txt | head -8
+  done
+  ls "$data/cache"/*/nvcc 2>/dev/null | head -3
+} 2>&1 | tee "$out/judge3-native.txt"; fi
+
+if [[ $parts == *spread* || $parts == *daemon* || $parts == *inline* || $parts == *native* ]]; then
   stop
   grep -E 'level=(WARN|ERROR)' "$data/log" | head -10 | tee -a "$out/judge3-daemon.txt"
   cp "$data/log" "$out/judge3-daemon.log"
