@@ -238,8 +238,8 @@ type adopter struct {
 	base   problems.Launcher
 	log    *slog.Logger
 	handed *atomic.Int64 // the runner's count of runs handed to standbys
-	mu   sync.Mutex
-	sb   *standby // nil once used or stopped
+	mu     sync.Mutex
+	sb     *standby // nil once used or stopped
 }
 
 // own takes the standby out of the adopter, nil when it is gone.
