@@ -16,6 +16,8 @@
 # - inline: the CUDA load_inline template in test mode twice from one user
 #   (the second hits that user's compile cache);
 # - library: as above, last (the call's time limit may cut it short);
+# - selftime: 6 evals with the worker's own events beside the judge's
+#   (how far the netted time is from the in-process one, run to run);
 # - cheats: the corpus's garbage-collector search and cudart patch alone.
 # PARTS picks (default: daemon spread inline nostandby library). Writes $OUT/judge3-PART.txt and the spread's
 # runs as $OUT/judge3-runs.jsonl. Needs bin/kernelbox built with -tags
@@ -157,6 +159,29 @@ if [[ $parts == *nostandby* ]]; then {
   done
   stop
 } 2>&1 | tee "$out/judge3-nostandby.txt"; fi
+
+if [[ $parts == *selftime* ]]; then {
+  step "the judge's net time against the worker's own events, 6 evals of the Triton template (benchmark mode, KERNELBOX_JUDGE_SELFTIME=1, clocks not locked)"
+  for i in 1 2 3 4 5 6; do
+    KERNELBOX_JUDGE_SELFTIME=1 timeout 120 $kb eval -p vectoradd -m benchmark --json $tmpl/triton.py > /tmp/st.json 2>/tmp/st.err
+    python3 - $i <<'PY'
+import json, sys
+try:
+    d = json.load(open("/tmp/st.json"))
+except Exception:
+    print("run", sys.argv[1], "no JSON", open("/tmp/st.err").read()[-300:]); sys.exit()
+r = (d.get("phases") or [{}])[-1].get("result") or {}
+x = r.get("extra") or {}
+row = []
+for b in r.get("benchmarks") or []:
+    i = b["index"]
+    own = float(x.get(f"benchmark.{i}.worker_mean") or 0) / 1e3
+    row.append(f"{b['mean_ns']/1e3:.2f}-{own:.2f}={b['mean_ns']/1e3-own:+.2f}")
+    off = (x.get(f"benchmark.{i}.clock_offset") or "")
+print("run", sys.argv[1], "judge-own (us):", " ".join(row), "| offset:", off[-90:])
+PY
+  done
+} 2>&1 | tee "$out/judge3-selftime.txt"; fi
 
 if [[ $parts == *cheats* ]]; then {
   step "cheats alone, benchmark mode (eval, clocks not locked)"
