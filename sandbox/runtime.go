@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/containerd/cgroups/v3"
 	"github.com/opencontainers/runc/libcontainer"
 	"golang.org/x/sys/unix"
 
@@ -210,7 +211,15 @@ func (r *Runtime) Run(ctx context.Context, s Spec) (*Result, error) {
 	if err != nil {
 		return fail(op, err)
 	}
-	wall, err := p.open(ctx, &s)
+	waits := s.Gate != nil || s.Standby != nil
+	if waits {
+		r.prepareWeight(container, true)
+	}
+	wall, err := p.open(ctx, &s, func() {
+		if waits {
+			r.prepareWeight(container, false)
+		}
+	})
 	if err != nil {
 		_ = container.Signal(unix.SIGKILL)
 		p.wait(ctx, container, 0)
@@ -314,7 +323,7 @@ type process struct {
 // adds to /work), then tells the process to go and restarts the wall
 // clock, which counts the run from there. Without a gate there is
 // nothing to wait for. It returns the run's wall limit.
-func (p *process) open(ctx context.Context, s *Spec) (time.Duration, error) {
+func (p *process) open(ctx context.Context, s *Spec, opened func()) (time.Duration, error) {
 	wall := s.Limits.WallTime
 	if p.goW == nil {
 		return wall, nil
@@ -339,11 +348,50 @@ func (p *process) open(ctx context.Context, s *Spec) (time.Duration, error) {
 		p.tee.set(o.ResultTee)
 		msg = o.Message
 	}
+	opened()
 	p.began = time.Now()
 	// A process that died while it waited gets EPIPE here; its death is
 	// what the run reports.
 	_, _ = p.goW.Write(append([]byte{1}, msg...))
 	return wall, nil
+}
+
+// CPU weights of a run's cgroup: while it waits at its gate, and after.
+const (
+	waitingWeightV2, runningWeightV2 = "1", "100"  // cpu.weight; 100 is the default
+	waitingSharesV1, runningSharesV1 = "2", "1024" // cpu.shares; 1024 is the default
+)
+
+// prepareWeight gives a run that waits at its gate the least CPU weight,
+// or, once it goes, the default back. While it waits it prepares
+// (imports, its workers' start) beside runs that are being timed on the
+// same CPUs (a warm start's previous run, another GPU's of its NUMA
+// node): it should take CPU time only when they leave some. A failure
+// costs only that, and is logged.
+func (r *Runtime) prepareWeight(container *libcontainer.Container, waiting bool) {
+	state, err := container.State()
+	if err != nil {
+		r.logger.Warn("container state", "container", container.ID(), "err", err)
+		return
+	}
+	file, value := "cpu.weight", runningWeightV2
+	dir, ok := state.CgroupPaths[""]
+	if waiting {
+		value = waitingWeightV2
+	}
+	if cgroups.Mode() != cgroups.Unified {
+		file, value = "cpu.shares", runningSharesV1
+		if waiting {
+			value = waitingSharesV1
+		}
+		dir, ok = state.CgroupPaths["cpu"]
+	}
+	if !ok {
+		return // no CPU controller: nothing to weigh with
+	}
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(value), 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		r.logger.Warn("set the CPU weight of a waiting run", "container", container.ID(), "file", file, "err", err)
+	}
 }
 
 // lateWriter passes writes on to a writer set later (a standby's result

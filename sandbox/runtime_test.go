@@ -5,6 +5,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -498,13 +499,33 @@ func TestRuntime_Standby(t *testing.T) {
 	s.WorkDir = first
 	s.Limits.WallTime = time.Hour
 	tee := &signalWriter{want: "zzz", seen: make(chan struct{})}
+	// A cgroup parent of this test's: the run's cgroup is the one in it.
+	if err := r.SetCgroupParent(fmt.Sprintf("kernelbox-standby-%d", os.Getpid())); err != nil {
+		t.Fatal(err)
+	}
+	var waiting, running string
+	var after sync.WaitGroup
 	s.Standby = func(ctx context.Context) (Opening, error) {
 		time.Sleep(time.Second) // the standby waits for its run
+		waiting = cpuWeight(t, r)
+		after.Add(1)
+		go func() {
+			defer after.Done()
+			time.Sleep(500 * time.Millisecond)
+			running = cpuWeight(t, r)
+		}()
 		return Opening{Files: late, Message: []byte("go on"), WallTime: 2 * time.Second, ResultTee: tee}, nil
 	}
 	res, err := r.Run(t.Context(), s)
 	if err != nil {
 		t.Fatalf("Run() = %v", err)
+	}
+	after.Wait()
+	if want := []string{waitingWeightV2, waitingSharesV1}; waiting != want[0] && waiting != want[1] {
+		t.Errorf("CPU weight while waiting at the gate: %q, want the least (%v)", waiting, want)
+	}
+	if want := []string{runningWeightV2, runningSharesV1}; running != want[0] && running != want[1] {
+		t.Errorf("CPU weight after the gate: %q, want the default back (%v)", running, want)
 	}
 	if want := "ready\ngo on harness the run's input\n"; string(res.ResultData) != want {
 		t.Errorf("result %q, want %q", res.ResultData, want)
@@ -550,4 +571,25 @@ func (w *signalWriter) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.buf.String()
+}
+
+// cpuWeight reads the CPU weight (cpu.weight, or cpu.shares on cgroup v1)
+// of the one run in r's cgroup parent.
+func cpuWeight(t *testing.T, r *Runtime) string {
+	t.Helper()
+	found, err := r.runCgroups()
+	if err != nil || len(found) != 1 {
+		t.Errorf("run cgroups: %v, %v; want one run", found, err)
+		return ""
+	}
+	for _, dirs := range found {
+		for _, d := range dirs {
+			for _, f := range []string{"cpu.weight", "cpu.shares"} {
+				if b, err := os.ReadFile(filepath.Join(d, f)); err == nil {
+					return strings.TrimSpace(string(b))
+				}
+			}
+		}
+	}
+	return ""
 }
