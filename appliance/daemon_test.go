@@ -1233,7 +1233,7 @@ func TestDaemon_PhysicsFloor(t *testing.T) {
 	if r, err := td.admin.Ranking(ctx, "floored", "cpu"); err != nil || len(r.Rankings) != 1 || len(r.Rankings[0].Rows) != 0 {
 		t.Errorf("ranking = %+v, %v; want nobody (the only submission is flagged)", r, err)
 	}
-	if out, _, code := td.cli(td.token, "admin", "review"); code != 0 || !strings.Contains(out, "PHYSICS_FLOOR") {
+	if out, _, code := td.cli(td.token, "admin", "review"); code != 0 || !strings.Contains(out, "PHYSICS_FLOOR: benchmark 0 (n: 100; seed: 3): mean") {
 		t.Errorf("admin review = exit %d:\n%s", code, out)
 	}
 }

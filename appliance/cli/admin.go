@@ -230,6 +230,11 @@ func adminReviewCommand() *cli.Command {
 				for _, s := range subs {
 					var fs []string
 					for _, f := range s.Findings {
+						if f.Line == 0 {
+							// A finding of the run's timings (PHYSICS_FLOOR), not of a line of code.
+							fs = append(fs, fmt.Sprintf("%s: %s", f.Rule, f.Message))
+							continue
+						}
 						fs = append(fs, fmt.Sprintf("%s line %d: %s", f.Rule, f.Line, f.Text))
 					}
 					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.User, s.Leaderboard, s.GPUType, s.Status, strings.Join(fs, "; "))
