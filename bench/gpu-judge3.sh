@@ -18,6 +18,8 @@
 # - library: as above, last (the call's time limit may cut it short);
 # - selftime: 6 evals with the worker's own events beside the judge's
 #   (how far the netted time is from the in-process one, run to run);
+# - mps: two selftime evals with an MPS server running (is the
+#   cross-context cost in the judge's window gone?), MPS stopped after;
 # - cheats: the corpus's garbage-collector search and cudart patch alone.
 # PARTS picks (default: daemon spread inline nostandby library). Writes $OUT/judge3-PART.txt and the spread's
 # runs as $OUT/judge3-runs.jsonl. Needs bin/kernelbox built with -tags
@@ -182,6 +184,36 @@ print("run", sys.argv[1], "judge-own (us):", " ".join(row), "| offset:", off[-90
 PY
   done
 } 2>&1 | tee "$out/judge3-selftime.txt"; fi
+
+if [[ $parts == *mps* ]]; then {
+  step "the judge under MPS (one server context: no context switch in the timed window?), 2 evals, then MPS stopped"
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/kb-mps CUDA_MPS_LOG_DIRECTORY=/tmp/kb-mps-log
+  mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
+  if command -v nvidia-cuda-mps-control >/dev/null && nvidia-cuda-mps-control -d; then
+    for i in 1 2; do
+      KERNELBOX_JUDGE_SELFTIME=1 timeout 120 $kb eval -p vectoradd -m benchmark --json $tmpl/triton.py > /tmp/mps.json 2>/tmp/mps.err
+      python3 - $i <<'PY'
+import json, sys
+try:
+    d = json.load(open("/tmp/mps.json"))
+except Exception:
+    print("run", sys.argv[1], "no JSON", open("/tmp/mps.err").read()[-400:]); sys.exit()
+print("passed", d["passed"], (d.get("reason") or "")[:300])
+r = (d.get("phases") or [{}])[-1].get("result") or {}
+x = r.get("extra") or {}
+for b in r.get("benchmarks") or []:
+    i = b["index"]
+    own = float(x.get(f"benchmark.{i}.worker_mean") or 0) / 1e3
+    print(f"  {b['spec'][:28]:28} judge {b['mean_ns']/1e3:.2f} own {own:.2f} | {(x.get(f'benchmark.{i}.clock_offset') or '')[-100:]}")
+PY
+    done
+    echo quit | nvidia-cuda-mps-control
+    tail -5 $CUDA_MPS_LOG_DIRECTORY/control.log 2>/dev/null
+  else
+    echo "no MPS here"
+  fi
+  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+} 2>&1 | tee "$out/judge3-mps.txt"; fi
 
 if [[ $parts == *cheats* ]]; then {
   step "cheats alone, benchmark mode (eval, clocks not locked)"
