@@ -3,6 +3,7 @@ package appliance
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -174,4 +175,48 @@ func BenchmarkEndToEnd(b *testing.B) {
 		})
 	}
 	td.stop()
+}
+
+// BenchmarkDaemon_Standby: a test-mode submission of vectoradd's torch
+// template to an idle (fake, CPU-backed) GPU, submit to result, with a
+// standby harness waiting there against a daemon without standbys,
+// alternated in one run. Between submissions each daemon is left idle
+// long enough for its standby to be ready (a contestant reads the last
+// result), which is not timed. The ratio is what a standby saves of a
+// test run on this host; on the GPU machine bench/gpu-judge3.sh measures
+// it with CUDA (docs/gpu-runs.md).
+func BenchmarkDaemon_Standby(b *testing.B) {
+	on, off := fakeH200Daemon(b, true), fakeH200Daemon(b, false)
+	lib := loadVectoraddOnH200(b, on)
+	loadVectoraddOnH200(b, off)
+	code, err := os.ReadFile(filepath.Join(lib, "vectoradd", "templates", "torch.py"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := b.Context()
+	submit := func(td *testDaemon) time.Duration {
+		time.Sleep(4 * time.Second) // idle: the standby imports torch and waits
+		begin := time.Now()
+		sub, err := td.admin.Submit(ctx, api.SubmitRequest{Leaderboard: "vectoradd", GPU: "H200", Mode: "test", Code: code})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if v, err := td.admin.Wait(ctx, sub.ID, nil); err != nil || !v.Passed {
+			b.Fatalf("%+v, %v", v, err)
+		}
+		return time.Since(begin)
+	}
+	var with, without time.Duration
+	b.ResetTimer()
+	for range b.N {
+		with += submit(on)
+		without += submit(off)
+	}
+	if on.d.runner.handed.Load() != int64(b.N) || off.d.runner.handed.Load() != 0 {
+		b.Fatalf("runs handed to a standby: %d with standbys, %d without; want %d and 0", on.d.runner.handed.Load(), off.d.runner.handed.Load(), b.N)
+	}
+	n := float64(b.N)
+	b.ReportMetric(with.Seconds()/n, "standby-s/op")
+	b.ReportMetric(without.Seconds()/n, "cold-s/op")
+	b.ReportMetric(with.Seconds()/without.Seconds(), "x-vs-cold")
 }

@@ -88,7 +88,7 @@ func (sb *standby) stop() {
 // wantsStandby says whether the dispatcher should start a standby for s:
 // an idle, fit GPU without one, and not backing off.
 func (r *runner) wantsStandby(s Slot) bool {
-	if !r.cfg.Standby || s.GPU == nil || r.python == nil || r.soft.Err() != nil {
+	if !r.cfg.Standby || s.GPU == nil || r.python == nil || r.python.Path == "" || r.soft.Err() != nil {
 		return false
 	}
 	if _, drained := r.drained.Load(s.ID); drained {

@@ -21,33 +21,8 @@ import (
 // runs in a sandbox of its own. A new standby follows each run.
 func TestDaemon_Standby(t *testing.T) {
 	t.Parallel()
-	td := startDaemonWith(t, t.TempDir(), func(c *Config) { c.CPUSlots, c.GPUs, c.Standby = 0, "auto", true }, func(d *Daemon) {
-		d.nvml = &gputest.NVML{Driver: "580.0", GPUs: []gputest.GPU{
-			{Name: "NVIDIA H200", UUID: "GPU-aaaa", Minor: 0, PCI: "00000000:00:06.0", NUMA: -1},
-		}}
-		d.gpuRoot = filepath.Join("..", "gpu", "testdata", "nvidia")
-	})
-	// The bundled vectoradd, its harness in its directory (an upload
-	// leaves out ../ files: issue 19), on the fake H200.
-	lib := t.TempDir()
-	if err := os.CopyFS(lib, problems.Library()); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.CopyFS(filepath.Join(lib, "vectoradd"), os.DirFS(filepath.Join(lib, "harness"))); err != nil {
-		t.Fatal(err)
-	}
-	task := filepath.Join(lib, "vectoradd", "task.yml")
-	yml, err := os.ReadFile(task)
-	if err != nil {
-		t.Fatal(err)
-	}
-	yml = append(bytes.ReplaceAll(yml, []byte("../harness/"), nil), "\ngpus: [H200]\n"...)
-	if err := os.WriteFile(task, yml, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, errOut, code := td.cli(td.token, "admin", "problems", "load", filepath.Join(lib, "vectoradd")); code != 0 {
-		t.Fatalf("load vectoradd: exit %d: %s", code, errOut)
-	}
+	td := fakeH200Daemon(t, true)
+	lib := loadVectoraddOnH200(t, td)
 	td.loadQuickOn("[H200]")
 	ctx := t.Context()
 	r := td.d.runner
@@ -102,4 +77,45 @@ func TestDaemon_Standby(t *testing.T) {
 	}
 	// The last run stopped the standby it could not use; the GPU gets a new one.
 	standbyReady()
+}
+
+// fakeH200Daemon is a daemon on one fake H200 (no CPU slots), with
+// standbys on or off.
+func fakeH200Daemon(t testing.TB, standby bool) *testDaemon {
+	return startDaemonWith(t, t.TempDir(), func(c *Config) {
+		c.CPUSlots, c.GPUs, c.Standby = 0, "auto", standby
+		c.MaxQueuedPerUser, c.RateLimits = 100000, map[string]int{}
+	}, func(d *Daemon) {
+		d.nvml = &gputest.NVML{Driver: "580.0", GPUs: []gputest.GPU{
+			{Name: "NVIDIA H200", UUID: "GPU-aaaa", Minor: 0, PCI: "00000000:00:06.0", NUMA: -1},
+		}}
+		d.gpuRoot = filepath.Join("..", "gpu", "testdata", "nvidia")
+	})
+}
+
+// loadVectoraddOnH200 loads the bundled vectoradd on the fake H200, its
+// harness in its directory (an upload leaves out ../ files: issue 19),
+// and returns the library's copy it loaded from.
+func loadVectoraddOnH200(t testing.TB, td *testDaemon) string {
+	t.Helper()
+	lib := t.TempDir()
+	if err := os.CopyFS(lib, problems.Library()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(filepath.Join(lib, "vectoradd"), os.DirFS(filepath.Join(lib, "harness"))); err != nil {
+		t.Fatal(err)
+	}
+	task := filepath.Join(lib, "vectoradd", "task.yml")
+	yml, err := os.ReadFile(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	yml = append(bytes.ReplaceAll(yml, []byte("../harness/"), nil), "\ngpus: [H200]\n"...)
+	if err := os.WriteFile(task, yml, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := td.cli(td.token, "admin", "problems", "load", filepath.Join(lib, "vectoradd")); code != 0 {
+		t.Fatalf("load vectoradd: exit %d: %s", code, errOut)
+	}
+	return lib
 }
