@@ -25,7 +25,8 @@ def walk(x, path=""):
                 except ValueError:
                     pass
             elif k == "wall_ns" and isinstance(v, (int, float)) and "phases" in path:
-                print(f"  phase {x.get(\"name\")} wall {v / 1e9:.3f} s")
+                name = x.get("name")
+                print(f"  phase {name} wall {v / 1e9:.3f} s")
             elif k == "report" and isinstance(v, str):
                 try:
                     walk(json.loads(v), path + "/report")
