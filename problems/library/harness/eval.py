@@ -853,8 +853,10 @@ def run_tests(out: Popcorn, pool: Pool, cases) -> int:
     code = EXIT_OK
     for i, case in enumerate(cases):
         out.log(f"test.{i}.spec", spec_of(case))
+        t0 = time.perf_counter_ns()
         try:
             reply = pool.ask("test", case)
+            out.log(f"test.{i}.wall", time.perf_counter_ns() - t0)
         except WorkerDied as e:
             out.log(f"test.{i}.status", "fail")
             out.log(f"test.{i}.error", str(e))
@@ -1088,7 +1090,10 @@ def main(argv) -> int:
                 return code
         return EXIT_OK
     finally:
+        t0 = time.perf_counter_ns()
         pool.close()
+        if isinstance(pool, Judge) and pool.go_at is not None:
+            out.log("judge-close", time.perf_counter_ns() - t0)
 
 
 if __name__ == "__main__":

@@ -223,12 +223,19 @@ class Peer:
         return WorkerDied(self.dead)
 
     def close(self):
+        self.stop()
+        self.reap()
+
+    def stop(self):
+        """Tell the worker to stop; reap waits for it."""
         try:
             self.chan.send({"op": "stop"})
         except (wire.Closed, OSError):
             pass
+
+    def reap(self, wait=5):
         try:
-            self.proc.wait(5)
+            self.proc.wait(wait)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
@@ -412,11 +419,12 @@ class Judge:
         return reply
 
     def close(self):
-        if self.peer is not None:
-            self.peer.close()
-        null = getattr(getattr(self, "link", None), "null", None)
-        if null is not None:
-            null.close()
+        # Both stop at once: each tears its CUDA context down as it exits.
+        peers = [p for p in (self.peer, getattr(getattr(self, "link", None), "null", None)) if p is not None]
+        for p in peers:
+            p.stop()
+        for p in peers:
+            p.reap()
 
 
 def wire_case(case):
