@@ -43,11 +43,20 @@ func evalFile(t *testing.T, dir string, mode problems.Mode, submission string, s
 // seconds, for the submissions that hang.
 func shortTimeout(t *testing.T, name string) string {
 	t.Helper()
+	dir := libraryCopy(t, name)
+	testutil.EditFile(t, filepath.Join(dir, "task.yml"), "test_timeout: 180", "test_timeout: 8")
+	return dir
+}
+
+// libraryCopy copies a bundled problem (with the harness beside it) for a
+// test to edit; its timeouts stay the problem's, so a loaded CI host
+// cannot turn a failure the test expects into a timeout.
+func libraryCopy(t *testing.T, name string) string {
+	t.Helper()
 	lib := t.TempDir()
 	if err := os.CopyFS(lib, problems.Library()); err != nil {
 		t.Fatal(err)
 	}
-	testutil.EditFile(t, filepath.Join(lib, name, "task.yml"), "test_timeout: 180", "test_timeout: 8")
 	return filepath.Join(lib, name)
 }
 
@@ -100,7 +109,7 @@ func TestHarness_BadCaseIsExit113(t *testing.T) {
 	t.Parallel()
 	// A case key that generate_input does not take is the problem's fault,
 	// not the submission's: exit 113.
-	dir := shortTimeout(t, "vectoradd")
+	dir := libraryCopy(t, "vectoradd")
 	testutil.EditFile(t, filepath.Join(dir, "task.yml"), "{rows: 1, cols: 127, seed: 4242}", "{rows: 1, cols: 127, depth: 3, seed: 4242}")
 	rep := evalFile(t, dir, problems.ModeTest, filepath.Join(dir, "templates", "torch.py"), nil)
 	if rep.Passed || rep.Phases[0].ExitCode != problems.ExitBadCase || !strings.Contains(rep.Reason, "depth") {
@@ -112,7 +121,7 @@ func TestHarness_BrokenReferenceIsExit115(t *testing.T) {
 	t.Parallel()
 	// A reference.py that cannot import is the problem's fault: exit 115,
 	// never a wrong answer charged to the submission.
-	dir := shortTimeout(t, "vectoradd")
+	dir := libraryCopy(t, "vectoradd")
 	if err := os.WriteFile(filepath.Join(dir, "reference.py"), []byte("import no_such_module\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
