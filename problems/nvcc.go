@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -159,15 +161,16 @@ func fromCache(opts EvalOptions, key string) bool {
 	}
 	defer root.Close()
 	rel := filepath.Join(nvccCacheDir, key, compiledBinary)
-	st, err := root.Lstat(rel)
-	if err != nil || !st.Mode().IsRegular() {
-		return false
-	}
-	src, err := root.Open(rel)
+	// No link followed, no FIFO waited on: the descriptor is checked.
+	src, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return false
 	}
 	defer src.Close()
+	st, err := src.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return false
+	}
 	now := time.Now()
 	_ = root.Chtimes(rel, now, st.ModTime()) // used: the pruning's clock
 	if err := copyFile(filepath.Join(opts.WorkDir, compiledBinary), src); err != nil {
@@ -195,8 +198,10 @@ func toCache(opts EvalOptions, key string) error {
 	if err := root.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, compiledBinary+".tmp")
-	dst, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
+	// A new file of a name nobody knows: what a run may have left at a
+	// fixed name (a FIFO would block this open for good) is never opened.
+	tmp := filepath.Join(dir, fmt.Sprintf("%s.%d.tmp", compiledBinary, rand.Int64()))
+	dst, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o755)
 	if err != nil {
 		return err
 	}

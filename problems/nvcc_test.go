@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -95,6 +96,30 @@ func TestCompileCUDA_Cache(t *testing.T) {
 	want := `compilation failed: submission.cu(3): error: identifier "blockIdxx" is undefined; submission.cu(9): error: expected a ";"`
 	if rep.Passed || rep.Reason != want {
 		t.Errorf("failed build: passed %v, reason %q; want %q", rep.Passed, rep.Reason, want)
+	}
+
+	// A FIFO at the cached binary's name: read without blocking, and
+	// refused (nvcc runs again).
+	key := ""
+	entries, _ := os.ReadDir(filepath.Join(cache, nvccCacheDir))
+	for _, e := range entries {
+		if b, err := os.ReadFile(filepath.Join(cache, nvccCacheDir, e.Name(), compiledBinary)); err == nil && strings.Contains(string(b), "test-count") {
+			key = e.Name()
+		}
+	}
+	if key == "" {
+		t.Fatal("no cached build found")
+	}
+	fifo := filepath.Join(cache, nvccCacheDir, key, compiledBinary)
+	if err := os.Remove(fifo); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := count()
+	if rep := run(good, "H200", env); !rep.Passed || count() != before+1 {
+		t.Errorf("a FIFO in the cache: passed %v, nvcc calls %d -> %d; want passed and nvcc run again", rep.Passed, before, count())
 	}
 
 	// A run of the submitter's own could leave a link where the builds go.

@@ -96,6 +96,8 @@ func Adopt(sb, in Launch) (Opening, error) {
 		return Opening{}, errors.New("not a gated run of our harness")
 	case len(in.Argv) < 3 || len(sb.Argv) < 2 || in.Argv[0] != sb.Argv[0] || in.Argv[1] != sb.Argv[1]:
 		return Opening{}, fmt.Errorf("runs %q, the standby %q", in.Argv, sb.Argv)
+	case slices.Contains(in.Argv[2:], string(ModeProfile)):
+		return Opening{}, errors.New("a profile run: it runs alone, under other limits")
 	case len(in.Keep) > 0 || in.Loopback:
 		return Opening{}, errors.New("keeps files or talks over loopback")
 	case in.OutputLimit != sb.OutputLimit:

@@ -155,6 +155,7 @@ func TestAdopt_Refuses(t *testing.T) {
 		"no cache":          func(l *problems.Launch) { l.Cache = "" },
 		"kept files":        func(l *problems.Launch) { l.Keep = []string{"eval.out"} },
 		"loopback":          func(l *problems.Launch) { l.Loopback = true },
+		"profile mode":      func(l *problems.Launch) { l.Argv = []string{"/usr/bin/python3", "eval.py", "profile", "x"} },
 		"another limit":     func(l *problems.Launch) { l.OutputLimit = 5 },
 		"another judge.py":  func(l *problems.Launch) { l.Dir = changed(t, run, "judge.py") },
 		"no kbutils.py":     func(l *problems.Launch) { l.Dir = without(t, run, "kbutils.py") },
