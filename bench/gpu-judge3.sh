@@ -162,11 +162,9 @@ if [[ $parts == *nostandby* ]]; then {
   stop
 } 2>&1 | tee "$out/judge3-nostandby.txt"; fi
 
-if [[ $parts == *selftime* ]]; then {
-  step "the judge's net time against the worker's own events, 6 evals of the Triton template (benchmark mode, KERNELBOX_JUDGE_SELFTIME=1, clocks not locked)"
-  for i in 1 2 3 4 5 6; do
-    KERNELBOX_JUDGE_SELFTIME=1 timeout 120 $kb eval -p vectoradd -m benchmark --json $tmpl/triton.py > /tmp/st.json 2>/tmp/st.err
-    python3 - $i <<'PY'
+selftime_eval() { # $1: run number. One eval with the worker's own events beside the judge's: judge - own per shape
+  KERNELBOX_JUDGE_SELFTIME=1 timeout 120 $kb eval -p vectoradd -m benchmark --json $tmpl/triton.py > /tmp/st.json 2>/tmp/st.err
+  python3 - "$1" <<'PY'
 import json, sys
 try:
     d = json.load(open("/tmp/st.json"))
@@ -174,15 +172,19 @@ except Exception:
     print("run", sys.argv[1], "no JSON", open("/tmp/st.err").read()[-300:]); sys.exit()
 r = (d.get("phases") or [{}])[-1].get("result") or {}
 x = r.get("extra") or {}
-row = []
+row, off = [], ""
 for b in r.get("benchmarks") or []:
     i = b["index"]
     own = float(x.get(f"benchmark.{i}.worker_mean") or 0) / 1e3
     row.append(f"{b['mean_ns']/1e3:.2f}-{own:.2f}={b['mean_ns']/1e3-own:+.2f}")
-    off = (x.get(f"benchmark.{i}.clock_offset") or "")
-print("run", sys.argv[1], "judge-own (us):", " ".join(row), "| offset:", off[-90:])
+    off = x.get(f"benchmark.{i}.clock_offset") or ""
+print("run", sys.argv[1], "passed", d["passed"], "judge-own (us):", " ".join(row), "| offset:", off[-90:])
 PY
-  done
+}
+
+if [[ $parts == *selftime* ]]; then {
+  step "the judge's net time against the worker's own events, 6 evals of the Triton template (benchmark mode, KERNELBOX_JUDGE_SELFTIME=1, clocks not locked)"
+  for i in 1 2 3 4 5 6; do selftime_eval $i; done
 } 2>&1 | tee "$out/judge3-selftime.txt"; fi
 
 if [[ $parts == *mps* ]]; then {
@@ -190,23 +192,7 @@ if [[ $parts == *mps* ]]; then {
   export CUDA_MPS_PIPE_DIRECTORY=/tmp/kb-mps CUDA_MPS_LOG_DIRECTORY=/tmp/kb-mps-log
   mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
   if command -v nvidia-cuda-mps-control >/dev/null && nvidia-cuda-mps-control -d; then
-    for i in 1 2; do
-      KERNELBOX_JUDGE_SELFTIME=1 timeout 120 $kb eval -p vectoradd -m benchmark --json $tmpl/triton.py > /tmp/mps.json 2>/tmp/mps.err
-      python3 - $i <<'PY'
-import json, sys
-try:
-    d = json.load(open("/tmp/mps.json"))
-except Exception:
-    print("run", sys.argv[1], "no JSON", open("/tmp/mps.err").read()[-400:]); sys.exit()
-print("passed", d["passed"], (d.get("reason") or "")[:300])
-r = (d.get("phases") or [{}])[-1].get("result") or {}
-x = r.get("extra") or {}
-for b in r.get("benchmarks") or []:
-    i = b["index"]
-    own = float(x.get(f"benchmark.{i}.worker_mean") or 0) / 1e3
-    print(f"  {b['spec'][:28]:28} judge {b['mean_ns']/1e3:.2f} own {own:.2f} | {(x.get(f'benchmark.{i}.clock_offset') or '')[-100:]}")
-PY
-    done
+    for i in 1 2; do selftime_eval $i; done
     echo quit | nvidia-cuda-mps-control
     tail -5 $CUDA_MPS_LOG_DIRECTORY/control.log 2>/dev/null
   else

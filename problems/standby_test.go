@@ -187,25 +187,23 @@ func mustReadDir(t *testing.T, dir string) []string {
 
 // changed is a copy of dir with name's content changed.
 func changed(t *testing.T, dir, name string) string {
-	t.Helper()
-	out := t.TempDir()
-	if err := os.CopyFS(out, os.DirFS(dir)); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(out, name), []byte("# not ours\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return copyEdited(t, dir, func(out string) error {
+		return os.WriteFile(filepath.Join(out, name), []byte("# not ours\n"), 0o644)
+	})
 }
 
 // without is a copy of dir without name.
 func without(t *testing.T, dir, name string) string {
+	return copyEdited(t, dir, func(out string) error { return os.Remove(filepath.Join(out, name)) })
+}
+
+func copyEdited(t *testing.T, dir string, edit func(out string) error) string {
 	t.Helper()
 	out := t.TempDir()
 	if err := os.CopyFS(out, os.DirFS(dir)); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Remove(filepath.Join(out, name)); err != nil {
+	if err := edit(out); err != nil {
 		t.Fatal(err)
 	}
 	return out
