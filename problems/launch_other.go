@@ -14,3 +14,10 @@ import (
 func groupAttr() *syscall.SysProcAttr { return nil }
 
 func killGroup(p *os.Process) error { return p.Kill() }
+
+// The nvcc cache only runs where nvcc does; elsewhere os.Root's own checks
+// are all there is.
+const (
+	noFollow         = 0
+	noFollowNonBlock = 0
+)

@@ -12,3 +12,10 @@ import (
 func groupAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
 func killGroup(p *os.Process) error { return syscall.Kill(-p.Pid, syscall.SIGKILL) }
+
+// Flags for the nvcc cache: a planted link or FIFO is refused, not followed
+// or waited on.
+const (
+	noFollow         = syscall.O_NOFOLLOW
+	noFollowNonBlock = syscall.O_NOFOLLOW | syscall.O_NONBLOCK
+)

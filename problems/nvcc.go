@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -162,7 +161,7 @@ func fromCache(opts EvalOptions, key string) bool {
 	defer root.Close()
 	rel := filepath.Join(nvccCacheDir, key, compiledBinary)
 	// No link followed, no FIFO waited on: the descriptor is checked.
-	src, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	src, err := root.OpenFile(rel, os.O_RDONLY|noFollowNonBlock, 0)
 	if err != nil {
 		return false
 	}
@@ -201,7 +200,7 @@ func toCache(opts EvalOptions, key string) error {
 	// A new file of a name nobody knows: what a run may have left at a
 	// fixed name (a FIFO would block this open for good) is never opened.
 	tmp := filepath.Join(dir, fmt.Sprintf("%s.%d.tmp", compiledBinary, rand.Int64()))
-	dst, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o755)
+	dst, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o755)
 	if err != nil {
 		return err
 	}
