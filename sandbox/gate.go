@@ -38,7 +38,7 @@ func (p *process) open(ctx context.Context, s *Spec, opened func()) (time.Durati
 			return 0, err
 		}
 	} else {
-		o, err := s.Standby(ctx)
+		o, err := p.standby(ctx, s)
 		if err != nil {
 			return 0, err
 		}
@@ -57,6 +57,28 @@ func (p *process) open(ctx context.Context, s *Spec, opened func()) (time.Durati
 	// what the run reports.
 	_, _ = p.goW.Write(append([]byte{1}, msg...))
 	return wall, nil
+}
+
+// errExitedAtGate is a standby's init exiting before a run came.
+var errExitedAtGate = errors.New("the harness exited while it waited at its gate")
+
+// standby waits for a standby's work, giving up when its init exits
+// first: a harness that died waiting is never handed a run.
+func (p *process) standby(ctx context.Context, s *Spec) (Opening, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-p.exited:
+			cancel(errExitedAtGate)
+		case <-ctx.Done():
+		}
+	}()
+	o, err := s.Standby(ctx)
+	if err != nil && errors.Is(context.Cause(ctx), errExitedAtGate) {
+		return o, errExitedAtGate
+	}
+	return o, err
 }
 
 // CPU weights of a run's cgroup: while it waits at its gate, and after.

@@ -219,12 +219,14 @@ func (r *Runtime) Run(ctx context.Context, s Spec) (*Result, error) {
 			r.prepareWeight(container, false)
 		}
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, errExitedAtGate) {
 		_ = container.Signal(unix.SIGKILL)
 		p.wait(ctx, container, 0)
 		p.out.drain()
 		return nil, fmt.Errorf("gate of run %s: %w", id, err)
 	}
+	// A standby that died while it waited is reported as a run that
+	// exited at once: its exit and stderr say why.
 	end := p.wait(ctx, container, wall)
 	res.Wall = time.Since(p.began)
 	p.out.drain()
@@ -316,6 +318,9 @@ type process struct {
 	goW *os.File
 	// tee is a standby's result tee, set at its opening.
 	tee *lateWriter
+	// exited closes once init has been reaped; ps is then its state.
+	exited chan struct{}
+	ps     *os.ProcessState
 }
 
 // start starts the container's init with our pipes; on an error, op says
@@ -399,7 +404,12 @@ func start(container *libcontainer.Container, s *Spec) (*process, string, error)
 			_, _ = io.Copy(dst, r)
 		}(out.resultRead)
 	}
-	return &process{proc: proc, out: out, began: began, goW: goW, tee: tee}, "", nil
+	p := &process{proc: proc, out: out, began: began, goW: goW, tee: tee, exited: make(chan struct{})}
+	go func() {
+		p.ps, _ = proc.Wait()
+		close(p.exited)
+	}()
+	return p, "", nil
 }
 
 // ending is how a run's init ended.
@@ -411,16 +421,18 @@ type ending struct {
 // wait waits for the init to exit, or kills it at the wall limit or when
 // ctx ends. Killing the init of a PID namespace kills every process in it.
 func (p *process) wait(ctx context.Context, container *libcontainer.Container, wall time.Duration) ending {
-	waited := make(chan *os.ProcessState, 1)
-	go func() {
-		ps, _ := p.proc.Wait()
-		waited <- ps
-	}()
-	timer := time.NewTimer(wall)
-	defer timer.Stop()
 	var e ending
 	select {
-	case e.ps = <-waited:
+	case <-p.exited: // before the timer: an init that died at its gate
+		e.ps = p.ps
+		return e
+	default:
+	}
+	timer := time.NewTimer(wall)
+	defer timer.Stop()
+	select {
+	case <-p.exited:
+		e.ps = p.ps
 		return e
 	case <-timer.C:
 		e.timedOut = true
@@ -428,7 +440,8 @@ func (p *process) wait(ctx context.Context, container *libcontainer.Container, w
 		e.cancelled = true
 	}
 	_ = container.Signal(unix.SIGKILL)
-	e.ps = <-waited
+	<-p.exited
+	e.ps = p.ps
 	return e
 }
 

@@ -548,6 +548,36 @@ func TestRuntime_Standby(t *testing.T) {
 	}
 }
 
+// TestRuntime_StandbyDies: a standby whose harness dies while it waits
+// ends then, with its exit and stderr, and its wait is called off: it is
+// never handed a run.
+func TestRuntime_StandbyDies(t *testing.T) {
+	t.Parallel()
+	r := newTestRuntime(t)
+	s := shSpec(`echo dying >&2; exit 7`)
+	s.WorkDir = t.TempDir()
+	s.Limits.WallTime = time.Hour
+	called := make(chan struct{})
+	s.Standby = func(ctx context.Context) (Opening, error) {
+		close(called)
+		<-ctx.Done() // no run comes in this test
+		return Opening{}, ctx.Err()
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	res, err := r.Run(ctx, s)
+	if err != nil {
+		t.Fatalf("Run() = %v; want the harness's death as its result", err)
+	}
+	<-called
+	if ctx.Err() != nil {
+		t.Fatalf("Run() returned only when its context ended: the standby's death went unseen")
+	}
+	if res.ExitCode != 7 || !strings.Contains(string(res.Stderr), "dying") {
+		t.Errorf("result: exit %d, stderr %q; want exit 7 and the harness's words", res.ExitCode, res.Stderr)
+	}
+}
+
 // signalWriter closes seen once want has been written to it.
 type signalWriter struct {
 	mu   sync.Mutex
