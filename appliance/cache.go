@@ -33,6 +33,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"kernelbox/appliance/store"
 	"kernelbox/policies"
 )
@@ -328,99 +330,156 @@ func mergeCache(src, dst string) error {
 }
 
 // linkTree mirrors the directories and regular files of src into dst
-// (one filesystem), through an os.Root over the directory holding both,
-// so that no link in either leads out: by hard link, or by rename when
-// move is set.
+// (one filesystem): by hard link, or by rename when move is set. Both
+// are the sandbox's to write (a run's cache directory is bound into its
+// container), so any name in them may be a link planted by a run, one
+// that leads into another user's cache: every step is taken relative to
+// a directory opened with O_NOFOLLOW, by name, through the *at calls,
+// and nothing in either tree is ever followed. Where dst has a link or
+// a file where src has a directory, dst's stays and that subtree is not
+// brought in.
 func linkTree(src, dst string, move bool) error {
-	base, err := commonRoot(src, dst)
-	if err != nil {
-		return err
-	}
-	root, err := os.OpenRoot(base)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	srel, _ := filepath.Rel(base, src)
-	drel, _ := filepath.Rel(base, dst)
-	top, err := root.Lstat(srel)
-	if errors.Is(err, fs.ErrNotExist) {
+	sfd, err := unix.Open(src, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
 		return nil // nothing cached yet
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("open %s: %w", src, err)
 	}
-	if !top.IsDir() {
-		return fmt.Errorf("%s: not a directory", src)
+	defer unix.Close(sfd)
+	var top unix.Stat_t
+	if err := unix.Fstat(sfd, &top); err != nil {
+		return fmt.Errorf("stat %s: %w", src, err)
 	}
 	// The submitter's first run: their cache is made like the standby's.
-	if err := mkdirLike(root, drel, top); err != nil {
-		return err
-	}
-	return fs.WalkDir(root.FS(), filepath.ToSlash(srel), func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		rel, _ := filepath.Rel(srel, filepath.FromSlash(p))
-		if rel == "." {
-			return nil
-		}
-		to := filepath.Join(drel, rel)
-		from := filepath.FromSlash(p)
-		switch {
-		case d.IsDir():
-			info, err := d.Info()
-			if err != nil {
-				return err
-			}
-			return mkdirLike(root, to, info)
-		case d.Type().IsRegular():
-			if !move {
-				return root.Link(from, to)
-			}
-			a, err1 := root.Lstat(from)
-			b, err2 := root.Lstat(to)
-			if err1 == nil && err2 == nil && os.SameFile(a, b) {
-				return nil
-			}
-			if err2 == nil && b.IsDir() {
-				return nil // the submitter's cache has a directory there now: theirs wins
-			}
-			return root.Rename(from, to)
-		}
-		return nil
-	})
-}
-
-// mkdirLike makes the directory rel under root, unless there is one, with
-// like's permissions and (as root) owner: the sandbox's uid must be able
-// to write in what it wrote in before.
-func mkdirLike(root *os.Root, rel string, like fs.FileInfo) error {
-	err := root.Mkdir(rel, like.Mode().Perm())
-	if errors.Is(err, fs.ErrExist) {
-		return nil
-	}
+	parent, name := filepath.Split(filepath.Clean(dst))
+	pfd, err := unix.Open(parent, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return fmt.Errorf("open %s: %w", parent, err)
 	}
-	if sys, ok := like.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
-		return root.Lchown(rel, int(sys.Uid), int(sys.Gid))
+	dfd, err := mkdirAt(pfd, name, &top)
+	unix.Close(pfd)
+	if err != nil {
+		return fmt.Errorf("%s: %w", dst, err)
+	}
+	defer unix.Close(dfd)
+	if err := mirrorDir(sfd, dfd, move, 0); err != nil {
+		return fmt.Errorf("%s into %s: %w", src, dst, err)
 	}
 	return nil
 }
 
-// commonRoot is the deepest directory holding both a and b.
-func commonRoot(a, b string) (string, error) {
-	a, b = filepath.Clean(a), filepath.Clean(b)
-	for dir := filepath.Dir(a); ; dir = filepath.Dir(dir) {
-		if rel, err := filepath.Rel(dir, b); err == nil && !strings.HasPrefix(rel, "..") {
-			return dir, nil
+// maxCacheDepth bounds how deep linkTree goes (an open directory per
+// level): no tool's cache nests near it, a run's planted tree may.
+const maxCacheDepth = 32
+
+// mirrorDir brings the entries of the directory sfd into the directory
+// dfd (linkTree).
+func mirrorDir(sfd, dfd int, move bool, depth int) error {
+	if depth > maxCacheDepth {
+		return fmt.Errorf("nested deeper than %d directories", maxCacheDepth)
+	}
+	names, err := dirNames(sfd)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, name := range names {
+		var st unix.Stat_t
+		if err := unix.Fstatat(sfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if !errors.Is(err, unix.ENOENT) {
+				errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			}
+			continue
 		}
-		if dir == filepath.Dir(dir) {
-			return "", fmt.Errorf("%s and %s share no directory", a, b)
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+			errs = append(errs, mirrorSub(sfd, dfd, name, &st, move, depth))
+		case unix.S_IFREG:
+			errs = append(errs, placeFile(sfd, dfd, name, &st, move))
 		}
 	}
+	return errors.Join(errs...)
+}
+
+// mirrorSub mirrors the subdirectory name of sfd into dfd's, made like it
+// when missing; a link or a file in dfd under that name is left alone.
+func mirrorSub(sfd, dfd int, name string, st *unix.Stat_t, move bool, depth int) error {
+	child, err := unix.Openat(sfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	defer unix.Close(child)
+	to, err := mkdirAt(dfd, name, st)
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+		return nil // not a directory on dst's side: theirs wins, and no link is followed
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	defer unix.Close(to)
+	if err := mirrorDir(child, to, move, depth+1); err != nil {
+		return fmt.Errorf("%s/%w", name, err)
+	}
+	return nil
+}
+
+// placeFile links (or moves) the regular file name of sfd into dfd. A
+// move replaces what dfd has there (a rename, so a run reading the old
+// file keeps it; a link there is replaced, not followed) unless it is the
+// same file or a directory.
+func placeFile(sfd, dfd int, name string, st *unix.Stat_t, move bool) error {
+	if !move {
+		err := unix.Linkat(sfd, name, dfd, name, 0)
+		if errors.Is(err, unix.EEXIST) {
+			return nil
+		}
+		return err
+	}
+	var there unix.Stat_t
+	err := unix.Fstatat(dfd, name, &there, unix.AT_SYMLINK_NOFOLLOW)
+	if err == nil && ((there.Dev == st.Dev && there.Ino == st.Ino) || there.Mode&unix.S_IFMT == unix.S_IFDIR) {
+		return nil
+	}
+	if err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if err := unix.Renameat(sfd, name, dfd, name); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+// mkdirAt opens the directory name of dfd, made with like's permissions
+// and (as root) owner when it is missing: the sandbox's uid must be able
+// to write in what it wrote in before. A link there is not followed
+// (ELOOP), nor a file taken for a directory (ENOTDIR).
+func mkdirAt(dfd int, name string, like *unix.Stat_t) (int, error) {
+	err := unix.Mkdirat(dfd, name, like.Mode&0o777)
+	made := err == nil
+	if err != nil && !errors.Is(err, unix.EEXIST) {
+		return -1, err
+	}
+	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	if made && os.Geteuid() == 0 {
+		if err := unix.Fchown(fd, int(like.Uid), int(like.Gid)); err != nil {
+			unix.Close(fd)
+			return -1, err
+		}
+	}
+	return fd, nil
+}
+
+// dirNames lists the directory fd (left open, its offset rewound).
+func dirNames(fd int) ([]string, error) {
+	dup, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(dup), "dir")
+	defer f.Close()
+	return f.Readdirnames(-1)
 }

@@ -471,3 +471,67 @@ func TestCloneAndMergeCache(t *testing.T) {
 		t.Errorf("cloneCache of a user without a cache: %v", err)
 	}
 }
+
+// TestMergeCache_Links: links a run planted in either tree are never
+// followed, so a merge or a clone cannot write into, or bring in, another
+// user's cache. The attack: the submitter's own cache points its triton
+// directory at the victim's, and the standby's run builds a kernel.
+func TestMergeCache_Links(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	attacker, victim := filepath.Join(root, "7"), filepath.Join(root, "8")
+	sb := filepath.Join(root, "standby", "cache-1")
+	for _, d := range []string{filepath.Join(victim, "triton", "v"), filepath.Join(attacker, "torch_extensions"), sb} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(victim, "triton", "v", "k.cubin"), []byte("victim's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join("..", "8", "triton"), filepath.Join(attacker, "triton")); err != nil {
+		t.Fatal(err)
+	}
+	// An absolute link one level down, and a file where the run has a directory.
+	if err := os.Symlink(filepath.Join(victim, "triton"), filepath.Join(attacker, "torch_extensions", "ext")); err != nil {
+		t.Fatal(err)
+	}
+	if err := cloneCache(attacker, sb); err != nil {
+		t.Fatalf("cloneCache: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(sb, "triton")); err == nil {
+		t.Errorf("the clone brought in the link (or the victim's directory behind it)")
+	}
+	for _, f := range []string{filepath.Join(sb, "triton", "v", "poison"), filepath.Join(sb, "torch_extensions", "ext", "v", "poison")} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte("attacker's"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("/etc", filepath.Join(sb, "etc")); err != nil {
+		t.Fatal(err)
+	}
+	if err := mergeCache(sb, attacker); err != nil {
+		t.Fatalf("mergeCache: %v", err)
+	}
+	var got []string
+	if err := filepath.WalkDir(victim, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			got = append(got, p)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{filepath.Join(victim, "triton", "v", "k.cubin")}; !slices.Equal(got, want) {
+		t.Errorf("the victim's cache holds %q after the merge; want only %q", got, want)
+	}
+	if fi, err := os.Lstat(filepath.Join(attacker, "triton")); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("the attacker's own link: %v, %v; want it left as it was", fi, err)
+	}
+	if _, err := os.Lstat(filepath.Join(attacker, "etc")); err == nil {
+		t.Errorf("the merge brought a link into the cache")
+	}
+}

@@ -274,6 +274,9 @@ func (a *adopter) Launch(ctx context.Context, in problems.Launch) (problems.Outc
 	case <-sb.done:
 		// It ended before the run came (a crashed harness): start afresh.
 		a.log.Warn("the standby ended before its run came", "exit", sb.out.ExitCode, "err", sb.err)
+		if sb.launch.Cache != "" {
+			os.RemoveAll(sb.launch.Cache) // its own goroutine left it to the taker
+		}
 		return a.base.Launch(ctx, in)
 	case <-ctx.Done():
 		sb.stop()
