@@ -47,6 +47,7 @@ type Daemon struct {
 	profiler      *problems.Profiler
 	profilerBinds []sandbox.Bind
 
+	lock   *os.File // the data directory's (datadir.go)
 	store  *store.Store
 	queue  *queue.Store
 	svc    *Service
@@ -84,7 +85,13 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err := os.MkdirAll(d.cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
+	if d.lock, err = lockDataDir(d.cfg.DataDir); err != nil {
+		return err
+	}
 	if d.store, err = store.Open(ctx, filepath.Join(d.cfg.DataDir, "kernelbox.db"), d.now); err != nil {
+		return err
+	}
+	if err := tidyDataDir(d.cfg.DataDir, d.log); err != nil {
 		return err
 	}
 	if err := store.MergeQueueFile(ctx, d.store, filepath.Join(d.cfg.DataDir, "queue.db"), d.log); err != nil {
@@ -287,6 +294,9 @@ func (d *Daemon) closeAll() {
 		}
 		if d.store != nil { // the queue's tables with it
 			d.store.Close()
+		}
+		if d.lock != nil { // last: the next daemon may open all of the above
+			d.lock.Close()
 		}
 	})
 }
