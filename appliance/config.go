@@ -90,10 +90,8 @@ type Config struct {
 	WarmStart bool `yaml:"warm_start"`
 	// Standby keeps a harness waiting on each idle GPU, torch imported and
 	// nothing run, which the next run on our Python harness takes over
-	// (appliance/standby.go): a test run skips its cold start. Off by
-	// default until its compile-cache merge resolves no links at all: a
-	// run could plant a link in its own cache that the merge follows into
-	// another user's cache (issue 17's note).
+	// (appliance/standby.go): a test run skips its cold start. It costs
+	// two idle Python processes per GPU (about 1 GB of memory).
 	Standby bool `yaml:"standby"`
 	// RateLimits are the submissions per user per hour for leaderboards
 	// that set none, per category (test, ranked); 0 means no limit.
@@ -308,7 +306,7 @@ func DefaultConfig() Config {
 		BackfillLimit:     4,
 		AgePerSecond:      1000,
 		WarmStart:         true,
-		Standby:           false,
+		Standby:           true,
 		RateLimits:        map[string]int{api.CategoryTest: 120, api.CategoryRanked: 30},
 		MaxUploadBytes:    problems.MaxSubmissionBytes,
 		MaxProblemBytes:   64 << 20,
