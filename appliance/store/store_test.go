@@ -252,3 +252,49 @@ func TestStore_SubmissionAndJobsTogether(t *testing.T) {
 		t.Errorf("queue depth = %v (%v), want the first submission's 2 jobs", d, err)
 	}
 }
+
+// TestStore_IDsNeverReused: once the newest submission is deleted, the
+// next one (another user's) gets a new id, so it neither inherits the
+// deleted one's event log nor collides with its queue jobs (run:<id>).
+func TestStore_IDsNeverReused(t *testing.T) {
+	t.Parallel()
+	st := newTestStore(t)
+	ctx := t.Context()
+	lb, ann := leaderboardAndUser(t, st)
+	bob, _, err := st.CreateUser(ctx, "bob", api.RoleContestant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := NewSubmission{Leaderboard: lb, User: ann, FileName: "s.py", Code: []byte("x\n"), GPUType: "cpu", Mode: "leaderboard",
+		Category: api.CategoryRanked, Secret: true, Jobs: testJobs}
+	first, err := st.CreateSubmission(ctx, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DeleteSubmission(ctx, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	ns.User, ns.Code = bob, []byte("y\n")
+	next, err := st.CreateSubmission(ctx, ns)
+	if err != nil {
+		t.Fatalf("the next submission after a deletion: %v", err)
+	}
+	if next.ID <= first.ID {
+		t.Errorf("next submission id %d; want above the deleted %d", next.ID, first.ID)
+	}
+	for i, r := range next.Runs {
+		if r.ID <= first.Runs[len(first.Runs)-1].ID {
+			t.Errorf("run %d of the next submission has id %d; the deleted one's went up to %d", i, r.ID, first.Runs[len(first.Runs)-1].ID)
+		}
+		if j, err := st.Queue().Get(ctx, r.JobID); err != nil || j.Key != fmt.Sprintf("run:%d", r.ID) || j.State != queue.Queued {
+			t.Errorf("job of run %d = %+v, %v; want its own, queued", r.ID, j, err)
+		}
+	}
+	evs, err := st.SubmissionEvents(ctx, next.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 {
+		t.Errorf("the next submission's events: %+v; want only its own queued event", evs)
+	}
+}

@@ -93,8 +93,8 @@ func (s *Store) CreateSubmission(ctx context.Context, ns NewSubmission) (*Submis
 		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO code (sha256, data, size) VALUES (?, ?, ?)`, sha, ns.Code, len(ns.Code)); err != nil {
 			return err
 		}
-		err := tx.QueryRowContext(ctx, `INSERT INTO submissions (leaderboard_id, user_id, file_name, code_sha256, gpu_type, mode, category, created_ms, review, findings)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		err := tx.QueryRowContext(ctx, `INSERT INTO submissions (id, leaderboard_id, user_id, file_name, code_sha256, gpu_type, mode, category, created_ms, review, findings)
+			VALUES (`+nextID+`, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, "submissions",
 			ns.Leaderboard.ID, ns.User.ID, ns.FileName, sha, ns.GPUType, ns.Mode, ns.Category, ms(now), sub.Review, findings).Scan(&sub.ID)
 		if err != nil {
 			return err
@@ -105,8 +105,8 @@ func (s *Store) CreateSubmission(ctx context.Context, ns NewSubmission) (*Submis
 		}
 		for _, secret := range secrets {
 			r := api.Run{Secret: secret, Mode: ns.Mode, Status: api.StatusQueued, GPUType: ns.GPUType}
-			if err := tx.QueryRowContext(ctx, `INSERT INTO runs (submission_id, secret, mode, gpu_type) VALUES (?, ?, ?, ?) RETURNING id`,
-				sub.ID, secret, ns.Mode, ns.GPUType).Scan(&r.ID); err != nil {
+			if err := tx.QueryRowContext(ctx, `INSERT INTO runs (id, submission_id, secret, mode, gpu_type) VALUES (`+nextID+`, ?, ?, ?, ?) RETURNING id`,
+				"runs", sub.ID, secret, ns.Mode, ns.GPUType).Scan(&r.ID); err != nil {
 				return err
 			}
 			sub.Runs = append(sub.Runs, r)
@@ -479,6 +479,10 @@ func (s *Store) SetHacked(ctx context.Context, subID int64, hacked bool) error {
 		return appendEvent(ctx, tx, s.now(), 0, subID, api.SubmissionHacked{Hacked: hacked})
 	})
 }
+
+// nextID is the id of a new row of the table named by its argument:
+// never one a deleted row had (migrations/0003_ids.sql).
+const nextID = `(SELECT last + 1 FROM id_floors WHERE name = ?)`
 
 // DeleteSubmission removes a finished submission and its runs; the event
 // log keeps the record that it existed. It returns the jobs of runs that
