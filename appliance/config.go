@@ -93,6 +93,10 @@ type Config struct {
 	// (appliance/standby.go): a test run skips its cold start. It costs
 	// two idle Python processes per GPU (about 1 GB of memory).
 	Standby bool `yaml:"standby"`
+	// AcceptStoreLoss lets the daemon start on a database that lost what
+	// the data directory recorded of it (datadir.go): a flag for one start,
+	// never a setting.
+	AcceptStoreLoss bool `yaml:"-"`
 	// RateLimits are the submissions per user per hour for leaderboards
 	// that set none, per category (test, ranked); 0 means no limit.
 	RateLimits map[string]int `yaml:"rate_limits"`

@@ -94,6 +94,10 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err := tidyDataDir(d.cfg.DataDir, d.log); err != nil {
 		return err
 	}
+	marks, err := checkStore(ctx, d.cfg.DataDir, d.store, d.cfg.AcceptStoreLoss, d.log)
+	if err != nil {
+		return err
+	}
 	if err := store.MergeQueueFile(ctx, d.store, filepath.Join(d.cfg.DataDir, "queue.db"), d.log); err != nil {
 		return err
 	}
@@ -104,6 +108,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	boot := hex.EncodeToString(b[:])
 	d.svc = newService(d.cfg, d.store, d.queue, d.log.With("component", "service"), d.now, boot)
+	d.svc.marks = marks
 	// Every lease of an earlier boot is an orphan: its holder is gone.
 	if n, err := d.queue.Reap(ctx, boot); err != nil {
 		return err

@@ -1,16 +1,23 @@
 package appliance
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"kernelbox/appliance/store"
+	"kernelbox/problems"
 )
 
 // The data directory belongs to one daemon at a time. Two on one
@@ -85,4 +92,123 @@ func tidyDataDir(dir string, log *slog.Logger) error {
 		}
 	}
 	return nil
+}
+
+// The data directory's record of its database (DATA/store-marks.json):
+// the database's identity and the highest submission and run ids it has
+// handed out, written after every submission. A database that loses rows
+// (a damaged WAL, an older backup restored) or is deleted and made anew
+// would otherwise start as if nothing happened: jobs whose runs are gone,
+// a new admin token, ids handed out again. At start the two are compared
+// and a mismatch stops the daemon, naming what is missing, until an
+// operator restores a newer copy or accepts the loss (--accept-store-loss).
+
+const marksFile = "store-marks.json"
+
+// storeMarks keeps the record up to date.
+type storeMarks struct {
+	path string
+	mu   sync.Mutex
+	last store.Marks
+}
+
+// checkStore compares the database with the record (none: a data
+// directory from before the record, or the first start, unless the admin
+// token outlived its database) and, with accept, takes the loss.
+func checkStore(ctx context.Context, dir string, st *store.Store, accept bool, log *slog.Logger) (*storeMarks, error) {
+	now, err := st.Marks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sm := &storeMarks{path: filepath.Join(dir, marksFile)}
+	was, found, err := readMarks(sm.path)
+	if err != nil {
+		return nil, err
+	}
+	lost := ""
+	switch {
+	case found && was.StoreID != now.StoreID:
+		lost = fmt.Sprintf("it is not the database this directory had (store id %s, recorded %s): it was made anew or replaced", now.StoreID, was.StoreID)
+	case found && (was.Submissions > now.Submissions || was.Runs > now.Runs):
+		lost = fmt.Sprintf("it is older than what this box handed out: ids up to submission %d and run %d were recorded, it knows up to %d and %d",
+			was.Submissions, was.Runs, now.Submissions, now.Runs)
+	case !found:
+		if fresh, err := st.Empty(ctx); err != nil {
+			return nil, err
+		} else if _, err := os.Stat(AdminTokenFile(dir)); err == nil && fresh {
+			lost = "it is empty, but the admin token of an earlier one is here: it was deleted or replaced"
+		}
+	}
+	if lost != "" {
+		if !accept {
+			return nil, fmt.Errorf("the database %s does not match this data directory: %s. Restore the newest backup of it, "+
+				"or start once with --accept-store-loss to go on with what it holds (no id handed out before is handed out again)",
+				filepath.Join(dir, "kernelbox.db"), lost)
+		}
+		if err := st.AcceptLoss(ctx, was); err != nil {
+			return nil, err
+		}
+		log.Warn("started on a database that lost what it had: accepted (--accept-store-loss)", "loss", lost)
+		if now, err = st.Marks(ctx); err != nil {
+			return nil, err
+		}
+	}
+	sm.last = now
+	return sm, sm.write()
+}
+
+// note records ids handed out; the record only ever grows.
+func (sm *storeMarks) note(submission, run int64) error {
+	if sm == nil {
+		return nil
+	}
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	if submission <= sm.last.Submissions && run <= sm.last.Runs {
+		return nil
+	}
+	sm.last.Submissions = max(sm.last.Submissions, submission)
+	sm.last.Runs = max(sm.last.Runs, run)
+	return sm.write()
+}
+
+// write replaces the record atomically and durably.
+func (sm *storeMarks) write() error {
+	b, err := json.Marshal(sm.last)
+	if err != nil {
+		return err
+	}
+	if err := writeFileSync(sm.path, append(b, '\n')); err != nil {
+		return fmt.Errorf("record the store's marks: %w", err)
+	}
+	return nil
+}
+
+func readMarks(path string) (store.Marks, bool, error) {
+	var m store.Marks
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return m, false, nil
+	}
+	if err != nil {
+		return m, false, fmt.Errorf("read %s: %w", path, err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil || m.StoreID == "" {
+		return m, false, fmt.Errorf("read %s: not a record of the store (%v): remove it to start afresh", path, err)
+	}
+	return m, true, nil
+}
+
+// writeFileSync writes path atomically, then syncs its directory so that
+// the rename itself survives a power cut.
+func writeFileSync(path string, b []byte) error {
+	if err := problems.WriteFileAtomic(path, func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }

@@ -40,6 +40,7 @@ type runStore interface {
 	LoadRun(ctx context.Context, runID int64) (*store.RunContext, error)
 	FinishRun(ctx context.Context, runID int64, lease string, res store.RunResult) (*store.Submission, error)
 	AppendEvent(ctx context.Context, subID int64, data api.Payload) error
+	DeletedSubmission(ctx context.Context, subID int64) (bool, error)
 }
 
 // gpuMonitor is what the runner reads of a GPU: gpu.Monitor over NVML or

@@ -69,6 +69,10 @@ func (r *runner) takeRun(log *slog.Logger, g gang, l *queue.Lease) (jobPayload, 
 	}
 	log = log.With(logRun, p.Run, logSubmission, p.Submission)
 	started, err := r.store.StartRun(ctx, p.Run, l.Token, g.ids())
+	if errors.Is(err, store.ErrRunMissing) {
+		r.missingRun(log, l, p)
+		return p, nil, false
+	}
 	if err != nil {
 		r.retry(log, l, p, err)
 		return p, nil, false
@@ -88,6 +92,25 @@ func (r *runner) takeRun(log *slog.Logger, g gang, l *queue.Lease) (jobPayload, 
 		return p, nil, false
 	}
 	return p, rc, true
+}
+
+// missingRun ends a job whose run the store has no row for. A deleted
+// submission's job is cancelled; any other is the store's loss (a damaged
+// or restored database), which must never read as a success: the job
+// fails and the operator is told.
+func (r *runner) missingRun(log *slog.Logger, l *queue.Lease, p jobPayload) {
+	deleted, err := r.store.DeletedSubmission(r.hard, p.Submission)
+	if err != nil {
+		r.retry(log, l, p, err)
+		return
+	}
+	if deleted {
+		log.Info("the job's submission was deleted: cancelling the job")
+		r.finishJob(log, l, queue.Cancelled, 0, "its submission was deleted")
+		return
+	}
+	log.Error("the store has no row for this job's run: the database lost it (damaged, or an older copy restored); failing the job")
+	r.finishJob(log, l, queue.Failed, 0, fmt.Sprintf("run %d is missing from the store", p.Run))
 }
 
 // heartbeat keeps a job's lease while it runs. Its ctx ends when the

@@ -76,6 +76,9 @@ type Service struct {
 	// draining is set at shutdown: submissions are refused from then on.
 	draining atomic.Bool
 
+	// marks is the data directory's record of the ids handed out.
+	marks *storeMarks
+
 	// board is the runner's slots, once it runs (GET /api/gpus, drains).
 	board slotBoard
 
@@ -253,6 +256,10 @@ func (s *Service) Submit(ctx context.Context, u *store.User, req api.SubmitReque
 		Jobs: runJobs(u.Name, category, gpus)})
 	if err != nil {
 		return nil, err
+	}
+	if err := s.marks.note(sub.ID, sub.Runs[len(sub.Runs)-1].ID); err != nil {
+		// Stored all the same: only a later loss of it would go unseen.
+		s.log.Error("the data directory's record of the store", "err", err)
 	}
 	s.wake.Fire()
 	s.log.Info("submission accepted", logSubmission, sub.ID, logUser, u.Name, "leaderboard", lb.Name, "gpu", gpu, "mode", mode)

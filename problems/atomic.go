@@ -15,12 +15,17 @@ const MaxSubmissionBytes = 1_000_000
 // file beside path (mode 0600), renamed over path once write has
 // succeeded. Profile reports are kept by the daemon, copied by `kernelbox
 // eval` and saved by the CLI with it, so a reader never meets half of one.
+// The file is synced before the rename: after a power cut path holds the
+// old content or the new, never an empty file.
 func WriteFileAtomic(path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
 	}
 	err = write(tmp)
+	if err == nil {
+		err = tmp.Sync()
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

@@ -42,6 +42,7 @@ func TestEvent_Payload(t *testing.T) {
 		&RunPhase{Run: 4, Phase: "benchmark", Passed: true, Wall: time.Second,
 			Benchmarks: []problems.BenchmarkResult{{Index: 0, Spec: "size: 8", Runs: 10, Mean: 1200}}},
 		&RunFinished{Run: 4, Status: StatusDone, Passed: true},
+		&StoreLossAccepted{StoreID: "ab12", Submissions: 25, Runs: 40},
 	}
 	seen := map[EventKind]bool{}
 	for i, p := range cases {

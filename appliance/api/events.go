@@ -36,6 +36,7 @@ const (
 	EventRunTest            EventKind = "run.test"             // RunTest
 	EventRunPhase           EventKind = "run.phase"            // RunPhase
 	EventRunFinished        EventKind = "run.finished"         // RunFinished
+	EventStoreLossAccepted  EventKind = "store.loss_accepted"  // StoreLossAccepted
 )
 
 // Event is one entry of the log, as GET /api/submissions/ID/events returns
@@ -87,6 +88,7 @@ var payloads = map[EventKind]func() Payload{
 	EventRunTest:            func() Payload { return &RunTest{} },
 	EventRunPhase:           func() Payload { return &RunPhase{} },
 	EventRunFinished:        func() Payload { return &RunFinished{} },
+	EventStoreLossAccepted:  func() Payload { return &StoreLossAccepted{} },
 }
 
 // Payload decodes the event's data into its kind's type. A kind this
@@ -101,6 +103,16 @@ func (e Event) Payload() (Payload, error) {
 		return nil, fmt.Errorf("event %d (%s): %w", e.ID, e.Kind, err)
 	}
 	return p, nil
+}
+
+// StoreLossAccepted: the daemon started on a database older than its data
+// directory's record (`kernelbox serve --accept-store-loss`): what the
+// record said had been handed out. Ids up to those are never handed out
+// again.
+type StoreLossAccepted struct {
+	StoreID     string `json:"store_id"`
+	Submissions int64  `json:"submissions"`
+	Runs        int64  `json:"runs"`
 }
 
 // UserCreated: staff added a user.
@@ -249,6 +261,7 @@ func (RunRetried) EventKind() EventKind         { return EventRunRetried }
 func (RunTest) EventKind() EventKind            { return EventRunTest }
 func (RunPhase) EventKind() EventKind           { return EventRunPhase }
 func (RunFinished) EventKind() EventKind        { return EventRunFinished }
+func (StoreLossAccepted) EventKind() EventKind  { return EventStoreLossAccepted }
 
 // EventKind is submission.STATUS.
 func (e SubmissionEnded) EventKind() EventKind { return EventKind("submission." + e.Status) }

@@ -35,6 +35,7 @@ func serveCommand() *cli.Command {
 			&cli.DurationFlag{Name: "grace", Usage: "how long shutdown waits for running jobs", Value: d.Grace},
 			&cli.BoolFlag{Name: "no-sandbox", Usage: "run submissions without the sandbox (development only: they get the daemon's rights)"},
 			&cli.BoolFlag{Name: "no-library", Usage: "do not load the bundled problems"},
+			&cli.BoolFlag{Name: "accept-store-loss", Usage: "start on a database that lost what this data directory recorded of it (an older backup, a new file); ids handed out before are not reused"},
 			&cli.StringFlag{Name: "cgroup-parent", Usage: "the cgroup the sandboxes' cgroups are made under", Value: d.CgroupParent},
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error", Value: "info"},
 			pythonFlag(),
@@ -75,6 +76,9 @@ func serveConfig(c *cli.Context) (appliance.Config, error) {
 	}
 	if c.Bool("no-sandbox") {
 		cfg.Sandbox = false
+	}
+	if c.Bool("accept-store-loss") {
+		cfg.AcceptStoreLoss = true
 	}
 	if c.Bool("no-library") {
 		cfg.Library = false

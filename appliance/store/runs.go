@@ -15,6 +15,7 @@ import (
 // StartRun hands the run to the holder of a new lease. It returns false
 // when the run has already ended (its result was stored before a crash
 // lost the queue's copy of that): the job must then be finished, not run.
+// A run with no row at all is ErrRunMissing.
 func (s *Store) StartRun(ctx context.Context, runID int64, lease, gpuID string) (started bool, err error) {
 	err = s.update(ctx, fmt.Sprintf("start run %d", runID), func(tx *txn) error {
 		var subID int64
@@ -22,7 +23,7 @@ func (s *Store) StartRun(ctx context.Context, runID int64, lease, gpuID string) 
 		err := tx.QueryRowContext(ctx, `UPDATE runs SET status = 'running', lease_token = ?, gpu_id = ?, attempts = attempts + 1, started_ms = ?
 			WHERE id = ? AND status IN ('queued','running') RETURNING submission_id, secret`, lease, gpuID, ms(s.now()), runID).Scan(&subID, &secret)
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil
+			return missingRun(ctx, tx, runID)
 		}
 		if err != nil {
 			return err
@@ -34,6 +35,33 @@ func (s *Store) StartRun(ctx context.Context, runID int64, lease, gpuID string) 
 		return appendEvent(ctx, tx, s.now(), 0, subID, api.RunStarted{Run: runID, GPUID: gpuID, Secret: secret})
 	})
 	return started, err
+}
+
+// ErrRunMissing is a run the store has no row for: its submission was
+// deleted (DeletedSubmission says so), or the store lost it.
+var ErrRunMissing = errors.New("the run is missing from the store")
+
+// missingRun is nil for a run that is there (it has ended), else
+// ErrRunMissing.
+func missingRun(ctx context.Context, tx *txn, runID int64) error {
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE id = ?`, runID).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("run %d: %w", runID, ErrRunMissing)
+	}
+	return nil
+}
+
+// DeletedSubmission says whether the event log records subID's deletion.
+func (s *Store) DeletedSubmission(ctx context.Context, subID int64) (bool, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE submission_id = ? AND kind = ?`, subID, api.EventSubmissionDeleted).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("read submission %d's events: %w", subID, err)
+	}
+	return n > 0, nil
 }
 
 // RunResult is what the runner learned from one run.
