@@ -16,7 +16,7 @@ import (
 // file names a competition file inside root (KernelBot's format), or is
 // empty when root itself is one problem (a task.yml), which becomes the
 // leaderboard name. Nothing is changed unless every problem loads.
-func (s *Service) loadProblemSet(ctx context.Context, root, file, name string) ([]api.LoadedProblem, error) {
+func (s *Service) loadProblemSet(ctx context.Context, root, file, name string, opt store.LoadOptions) ([]api.LoadedProblem, error) {
 	var entries []problems.CompetitionProblem
 	if file != "" {
 		comp, err := problems.LoadCompetition(filepath.Join(root, filepath.FromSlash(file)))
@@ -39,8 +39,8 @@ func (s *Service) loadProblemSet(ctx context.Context, root, file, name string) (
 			return nil, err
 		}
 	}
-	var out []api.LoadedProblem
-	for _, p := range entries {
+	specs := make([]store.LeaderboardSpec, len(entries))
+	for i, p := range entries {
 		gpus := p.GPUs
 		if len(gpus) == 0 {
 			gpus = p.Task.GPUs
@@ -51,12 +51,24 @@ func (s *Service) loadProblemSet(ctx context.Context, root, file, name string) (
 		if len(gpus) == 0 {
 			gpus = []string{"cpu"}
 		}
-		created, err := s.store.PutLeaderboard(ctx, store.LeaderboardSpec{Name: p.Name, Description: p.Task.Description,
-			Lang: string(p.Task.Lang), RankingBy: string(p.Task.RankingBy), Deadline: p.Deadline, GPUs: gpus, ProblemDir: p.Task.Dir})
-		if err != nil {
-			return out, err
+		specs[i] = store.LeaderboardSpec{Name: p.Name, Description: p.Task.Description,
+			Lang: string(p.Task.Lang), RankingBy: string(p.Task.RankingBy), Deadline: p.Deadline, GPUs: gpus, ProblemDir: p.Task.Dir}
+	}
+	outcomes, err := s.store.PutLeaderboards(ctx, specs, opt)
+	if err != nil {
+		return nil, err
+	}
+	var out []api.LoadedProblem
+	for i, o := range outcomes {
+		lp := api.LoadedProblem{Leaderboard: o.Name, Created: o.Action == store.LoadCreated, GPUs: specs[i].GPUs, Deadline: specs[i].Deadline,
+			Warnings: entries[i].Task.Warnings}
+		if o.Why != "" {
+			lp.Warnings = append(lp.Warnings, o.Action+": "+o.Why)
 		}
-		out = append(out, api.LoadedProblem{Leaderboard: p.Name, Created: created, GPUs: gpus, Deadline: p.Deadline, Warnings: p.Task.Warnings})
+		for _, f := range o.Kept {
+			lp.Warnings = append(lp.Warnings, "kept the "+f+" an organiser set by hand")
+		}
+		out = append(out, lp)
 	}
 	s.mu.Lock()
 	s.tasks = map[string]*problems.Task{} // a reload replaces the cached tasks
@@ -95,5 +107,5 @@ func (s *Service) loadLibrary(ctx context.Context, dir string) ([]api.LoadedProb
 	if err := problems.ExportLibrary(dir); err != nil {
 		return nil, fmt.Errorf("load library: %w", err)
 	}
-	return s.loadProblemSet(ctx, dir, problems.LibraryCompetition, "")
+	return s.loadProblemSet(ctx, dir, problems.LibraryCompetition, "", store.LoadOptions{Source: store.SourceLibrary})
 }

@@ -104,7 +104,9 @@ func (s *Service) LoadProblems(ctx context.Context, me *store.User, archive io.R
 		os.RemoveAll(dir)
 		return nil, api.Errorf(api.CodeInvalid, "file %q must be a path inside the uploaded set", file)
 	}
-	loaded, err := s.loadProblemSet(ctx, dir, file, name)
+	// An upload replaces same-named leaderboards, as before; issue 18 item 5
+	// (refuse unless --replace, --dry-run) is still to come.
+	loaded, err := s.loadProblemSet(ctx, dir, file, name, store.LoadOptions{Source: store.SourceUpload, Replace: true})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err

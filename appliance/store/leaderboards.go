@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"kernelbox/appliance/api"
@@ -50,51 +52,188 @@ type LeaderboardSpec struct {
 	ProblemDir  string
 }
 
-// PutLeaderboard creates the leaderboard or, when it exists, replaces its
-// problem, description, deadline and GPU types. Its secret seed,
-// visibility, rate limits and submissions stay: reloading a fixed problem
-// must not reset a running competition.
+// Where a leaderboard came from (LeaderboardOptions.Source).
+const (
+	SourceLibrary = "library" // the bundled problems, reloaded at every start
+	SourceUpload  = "upload"  // an organiser's problem set
+)
+
+// What loading did to one leaderboard (LoadOutcome.Action).
+const (
+	LoadCreated  = "created"
+	LoadUpdated  = "updated"  // the library's own, reloaded
+	LoadReplaced = "replaced" // an upload's, asked for with Replace
+	LoadKept     = "kept"     // left as it was: an upload replaced the library's
+	LoadRefused  = "refused"  // a name taken, Replace not given
+)
+
+// LoadOptions say how PutLeaderboards treats names already taken.
+type LoadOptions struct {
+	Source  string // SourceLibrary or SourceUpload
+	Replace bool   // an upload replaces leaderboards of the same names
+	DryRun  bool   // say what would happen and change nothing
+}
+
+// LoadOutcome is what PutLeaderboards did, or would do, to one name.
+type LoadOutcome struct {
+	Name   string
+	Action string
+	Why    string   // for kept and refused
+	Kept   []string // fields an organiser set, which a load never changes
+}
+
+// PutLeaderboard creates or replaces one leaderboard from an upload
+// (tests, and callers that mean to replace).
 func (s *Store) PutLeaderboard(ctx context.Context, spec LeaderboardSpec) (created bool, err error) {
-	if err := validName("leaderboard", spec.Name); err != nil {
+	out, err := s.PutLeaderboards(ctx, []LeaderboardSpec{spec}, LoadOptions{Source: SourceUpload, Replace: true})
+	if err != nil {
 		return false, err
 	}
-	if len(spec.GPUs) == 0 {
-		return false, api.Errorf(api.CodeInvalid, "leaderboard %s: no GPU types", spec.Name)
+	return out[0].Action == LoadCreated, nil
+}
+
+// PutLeaderboards loads leaderboards in one transaction. A new name is
+// created. A taken one is updated only by its own source's reload (the
+// library's) or by an upload with Replace; otherwise an upload is refused
+// for that name and the library keeps its hands off. An update replaces
+// the problem, description, deadline and GPU types, except the fields an
+// organiser edited by hand (ChangeLeaderboard), which stay as the
+// organiser left them; the secret seed, visibility, rate limits and
+// submissions always stay, so reloading a fixed problem never resets a
+// running competition. A spec that is invalid fails the whole load.
+func (s *Store) PutLeaderboards(ctx context.Context, specs []LeaderboardSpec, opt LoadOptions) ([]LoadOutcome, error) {
+	if opt.Source != SourceLibrary && opt.Source != SourceUpload {
+		return nil, fmt.Errorf("put leaderboards: source %q", opt.Source)
 	}
-	var seedBytes [8]byte
-	if _, err := rand.Read(seedBytes[:]); err != nil {
-		return false, err
+	for _, spec := range specs {
+		if err := validName("leaderboard", spec.Name); err != nil {
+			return nil, err
+		}
+		if len(spec.GPUs) == 0 {
+			return nil, api.Errorf(api.CodeInvalid, "leaderboard %s: no GPU types", spec.Name)
+		}
 	}
-	// A positive 31-bit seed: the harness adds it to each case's seed.
-	seed := int64(binary.LittleEndian.Uint32(seedBytes[:]) >> 1)
-	now := ms(s.now())
-	err = s.update(ctx, "put leaderboard "+spec.Name, func(tx *txn) error {
-		var id int64
-		err := tx.QueryRowContext(ctx, `SELECT id FROM leaderboards WHERE name = ?`, spec.Name).Scan(&id)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			created = true
-			err = tx.QueryRowContext(ctx, `INSERT INTO leaderboards (name, problem_dir, description, lang, ranking_by, deadline_ms, secret_seed, created_ms, updated_ms)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-				spec.Name, spec.ProblemDir, spec.Description, spec.Lang, spec.RankingBy, nullMS(spec.Deadline), seed, now, now).Scan(&id)
-		case err == nil:
-			_, err = tx.ExecContext(ctx, `UPDATE leaderboards SET problem_dir = ?, description = ?, lang = ?, ranking_by = ?, deadline_ms = ?, updated_ms = ? WHERE id = ?`,
-				spec.ProblemDir, spec.Description, spec.Lang, spec.RankingBy, nullMS(spec.Deadline), now, id)
-		}
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM leaderboard_gpus WHERE leaderboard_id = ?`, id); err != nil {
-			return err
-		}
-		for _, g := range spec.GPUs {
-			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO leaderboard_gpus (leaderboard_id, gpu_type) VALUES (?, ?)`, id, g); err != nil {
-				return err
+	var out []LoadOutcome
+	err := s.update(ctx, "put leaderboards", func(tx *txn) error {
+		out = out[:0]
+		for _, spec := range specs {
+			o, err := s.putLeaderboard(ctx, tx, spec, opt)
+			if err != nil {
+				return fmt.Errorf("leaderboard %s: %w", spec.Name, err)
 			}
+			out = append(out, o)
 		}
-		return appendEvent(ctx, tx, s.now(), 0, 0, api.LeaderboardPut{Name: spec.Name, Created: created, GPUs: spec.GPUs})
+		if opt.DryRun {
+			return errDryRun
+		}
+		return nil
 	})
-	return created, err
+	if errors.Is(err, errDryRun) {
+		err = nil
+	}
+	return out, err
+}
+
+// errDryRun rolls a dry run's transaction back.
+var errDryRun = errors.New("dry run")
+
+func (s *Store) putLeaderboard(ctx context.Context, tx *txn, spec LeaderboardSpec, opt LoadOptions) (LoadOutcome, error) {
+	o := LoadOutcome{Name: spec.Name}
+	now := ms(s.now())
+	var id int64
+	var source, edited string
+	err := tx.QueryRowContext(ctx, `SELECT id, source, edited FROM leaderboards WHERE name = ?`, spec.Name).Scan(&id, &source, &edited)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		o.Action = LoadCreated
+		var seedBytes [8]byte
+		if _, err := rand.Read(seedBytes[:]); err != nil {
+			return o, err
+		}
+		// A positive 31-bit seed: the harness adds it to each case's seed.
+		seed := int64(binary.LittleEndian.Uint32(seedBytes[:]) >> 1)
+		err = tx.QueryRowContext(ctx, `INSERT INTO leaderboards (name, problem_dir, description, lang, ranking_by, deadline_ms, secret_seed, created_ms, updated_ms, source)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			spec.Name, spec.ProblemDir, spec.Description, spec.Lang, spec.RankingBy, nullMS(spec.Deadline), seed, now, now, opt.Source).Scan(&id)
+		if err != nil {
+			return o, err
+		}
+	case err != nil:
+		return o, err
+	case opt.Source == SourceLibrary && source != SourceLibrary:
+		o.Action, o.Why = LoadKept, "an organiser's problem set replaced the bundled one"
+		return o, nil
+	case opt.Source == SourceUpload && !opt.Replace:
+		o.Action, o.Why = LoadRefused, fmt.Sprintf("leaderboard %s exists (from %s): load with --replace to replace its problem", spec.Name, sourceName(source))
+		return o, nil
+	default:
+		o.Action = LoadUpdated
+		if opt.Source == SourceUpload {
+			o.Action = LoadReplaced
+		}
+		o.Kept = editedFields(edited)
+		q := `UPDATE leaderboards SET problem_dir = ?, description = ?, lang = ?, ranking_by = ?, source = ?, updated_ms = ?`
+		args := []any{spec.ProblemDir, spec.Description, spec.Lang, spec.RankingBy, opt.Source, now}
+		if !slices.Contains(o.Kept, editedDeadline) {
+			q += `, deadline_ms = ?`
+			args = append(args, nullMS(spec.Deadline))
+		}
+		if _, err := tx.ExecContext(ctx, q+` WHERE id = ?`, append(args, id)...); err != nil {
+			return o, err
+		}
+	}
+	if !slices.Contains(o.Kept, editedGPUs) {
+		if err := setGPUs(ctx, tx, id, spec.GPUs); err != nil {
+			return o, err
+		}
+	}
+	return o, appendEvent(ctx, tx, s.now(), 0, 0, api.LeaderboardPut{Name: spec.Name, Created: o.Action == LoadCreated, GPUs: spec.GPUs})
+}
+
+func setGPUs(ctx context.Context, tx *txn, id int64, gpus []string) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM leaderboard_gpus WHERE leaderboard_id = ?`, id); err != nil {
+		return err
+	}
+	for _, g := range gpus {
+		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO leaderboard_gpus (leaderboard_id, gpu_type) VALUES (?, ?)`, id, g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Fields an organiser's edit keeps from loads (the edited column).
+const (
+	editedDeadline = "deadline"
+	editedGPUs     = "gpus"
+)
+
+func editedFields(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+// markEdited adds field to a leaderboard's edited fields.
+func markEdited(ctx context.Context, tx *txn, id int64, field string) error {
+	var edited string
+	if err := tx.QueryRowContext(ctx, `SELECT edited FROM leaderboards WHERE id = ?`, id).Scan(&edited); err != nil {
+		return err
+	}
+	fields := editedFields(edited)
+	if slices.Contains(fields, field) {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE leaderboards SET edited = ? WHERE id = ?`, strings.Join(append(fields, field), ","), id)
+	return err
+}
+
+func sourceName(source string) string {
+	if source == SourceLibrary {
+		return "the bundled library"
+	}
+	return "an uploaded problem set"
 }
 
 const leaderboardColumns = `id, name, problem_dir, description, lang, ranking_by, deadline_ms, visibility, secret_seed, created_ms, updated_ms`
@@ -209,6 +348,9 @@ func (s *Store) ChangeLeaderboard(ctx context.Context, name string, ch api.Leade
 		}
 		if ch.Deadline != nil {
 			if _, err := tx.ExecContext(ctx, `UPDATE leaderboards SET deadline_ms = ? WHERE id = ?`, nullMS(*ch.Deadline), l.ID); err != nil {
+				return err
+			}
+			if err := markEdited(ctx, tx, l.ID, editedDeadline); err != nil {
 				return err
 			}
 		}

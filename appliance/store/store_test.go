@@ -298,3 +298,57 @@ func TestStore_IDsNeverReused(t *testing.T) {
 		t.Errorf("the next submission's events: %+v; want only its own queued event", evs)
 	}
 }
+
+// TestStore_LibraryReloadKeepsEdits: reloading the bundled library (every
+// start) never reopens a leaderboard whose deadline an organiser set, and
+// never overwrites a leaderboard an organiser's upload replaced.
+func TestStore_LibraryReloadKeepsEdits(t *testing.T) {
+	t.Parallel()
+	st := newTestStore(t)
+	ctx := t.Context()
+	lib := libSpecs(time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC))
+	put := func(opt LoadOptions, specs ...LeaderboardSpec) []LoadOutcome {
+		t.Helper()
+		out, err := st.PutLeaderboards(ctx, specs, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	put(LoadOptions{Source: SourceLibrary}, lib("a"), lib("b"))
+	ended := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := st.ChangeLeaderboard(ctx, "a", api.LeaderboardChange{Deadline: &ended}); err != nil {
+		t.Fatal(err)
+	}
+	upload := lib("b")
+	upload.Description = "the organiser's own b"
+	put(LoadOptions{Source: SourceUpload, Replace: true}, upload)
+	out := put(LoadOptions{Source: SourceLibrary}, lib("a"), lib("b"))
+	if out[0].Action != LoadUpdated || len(out[0].Kept) != 1 || out[1].Action != LoadKept {
+		t.Errorf("the reload's outcomes: %+v; want a updated (its deadline kept), b kept", out)
+	}
+	a, err := st.Leaderboard(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.Deadline.Equal(ended) {
+		t.Errorf("a's deadline after the library's reload: %v; want the organiser's %v", a.Deadline, ended)
+	}
+	b, err := st.Leaderboard(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Description != "the organiser's own b" {
+		t.Errorf("b after the library's reload: %q; want the organiser's upload", b.Description)
+	}
+	if out := put(LoadOptions{Source: SourceUpload, DryRun: true}, lib("a")); out[0].Action != LoadRefused {
+		t.Errorf("an upload onto a taken name without Replace: %+v; want refused", out)
+	}
+}
+
+// libSpecs makes library specs with one deadline.
+func libSpecs(deadline time.Time) func(string) LeaderboardSpec {
+	return func(name string) LeaderboardSpec {
+		return LeaderboardSpec{Name: name, Lang: "py", RankingBy: "geom", GPUs: []string{"cpu"}, ProblemDir: "/lib/" + name, Deadline: deadline}
+	}
+}
