@@ -1,9 +1,9 @@
 package appliance
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +34,7 @@ func TestRunner_MissingRun(t *testing.T) {
 	}
 	jobs, err := b.st.Queue().Enqueue(ctx,
 		queue.NewJob{User: "ann", GPUType: "cpu", Payload: []byte(`{"run":4242,"submission":4241}`)},
-		queue.NewJob{User: "ann", GPUType: "cpu", Payload: []byte(`{"run":` + itoa(deleted.Runs[0].ID) + `,"submission":` + itoa(deleted.ID) + `}`)})
+		queue.NewJob{User: "ann", GPUType: "cpu", Payload: fmt.Appendf(nil, `{"run":%d,"submission":%d}`, deleted.Runs[0].ID, deleted.ID)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +53,6 @@ func TestRunner_MissingRun(t *testing.T) {
 		t.Errorf("the sandbox ran %d specs; want none", len(b.fake.Specs()))
 	}
 }
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // TestDaemon_StoreLoss: a daemon refuses to start on a database older than
 // its data directory's record (an older backup restored) or made anew (the

@@ -82,16 +82,6 @@ type LoadOutcome struct {
 	Kept   []string // fields an organiser set, which a load never changes
 }
 
-// PutLeaderboard creates or replaces one leaderboard from an upload
-// (tests, and callers that mean to replace).
-func (s *Store) PutLeaderboard(ctx context.Context, spec LeaderboardSpec) (created bool, err error) {
-	out, err := s.PutLeaderboards(ctx, []LeaderboardSpec{spec}, LoadOptions{Source: SourceUpload, Replace: true})
-	if err != nil {
-		return false, err
-	}
-	return out[0].Action == LoadCreated, nil
-}
-
 // PutLeaderboards loads leaderboards in one transaction. A new name is
 // created. A taken one is updated only by its own source's reload (the
 // library's) or by an upload with Replace; otherwise an upload is refused

@@ -352,3 +352,13 @@ func libSpecs(deadline time.Time) func(string) LeaderboardSpec {
 		return LeaderboardSpec{Name: name, Lang: "py", RankingBy: "geom", GPUs: []string{"cpu"}, ProblemDir: "/lib/" + name, Deadline: deadline}
 	}
 }
+
+// PutLeaderboard creates or replaces one leaderboard from an upload
+// (the tests' shorthand).
+func (s *Store) PutLeaderboard(ctx context.Context, spec LeaderboardSpec) (created bool, err error) {
+	out, err := s.PutLeaderboards(ctx, []LeaderboardSpec{spec}, LoadOptions{Source: SourceUpload, Replace: true})
+	if err != nil {
+		return false, err
+	}
+	return out[0].Action == LoadCreated, nil
+}
