@@ -19,7 +19,8 @@ import json, sys
 def walk(x, path=""):
     if isinstance(x, dict):
         for k, v in x.items():
-            if isinstance(k, str) and (k.startswith("judge-") or k == "phase-wall"):
+            if isinstance(k, str) and (k.startswith("judge-") or k == "phase-wall" or
+                                       (k.startswith("test.") and k.endswith(".wall"))):
                 try:
                     print(f"  {k} {int(v) / 1e9:.3f} s")
                 except ValueError:
@@ -63,6 +64,30 @@ for i in 1 2; do
   echo "eval $i: $(secs $begin) s wall"
   extras < /tmp/e.json
 done
+step "the same eval once more, each harness process's stack sampled every 0.2 s"
+rm -rf /tmp/stacks; mkdir -p /tmp/stacks
+begin=$(date +%s.%N)
+KERNELBOX_HARNESS_STACKS=/tmp/stacks timeout 120 $kb eval -p vectoradd -m test --json $tmpl/triton.py > /tmp/e.json 2>/dev/null
+echo "eval sampled: $(secs $begin) s wall"
+extras < /tmp/e.json
+python3 - /tmp/stacks <<'PY'
+# Each sample's innermost frames per thread, counted: where each process
+# spent its time, 0.2 s a sample; the main thread is the last block.
+import collections, glob, os, re, sys
+for f in sorted(glob.glob(sys.argv[1] + "/*.txt")):
+    counts, samples = collections.Counter(), 0
+    for chunk in open(f, errors="replace").read().split("Timeout (")[1:]:
+        samples += 1
+        blocks = re.split(r"\n(?:Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):\n", chunk)[1:]
+        for n, block in enumerate(blocks):
+            frames = re.findall(r'File "([^"]+)", line (\d+) in (\S+)', block)
+            tag = "main" if n == len(blocks) - 1 else "thread"
+            counts[tag + " " + " < ".join(f"{os.path.basename(p)}:{l} {fn}" for p, l, fn in frames[:4])] += 1
+    print(f"-- {os.path.basename(f)}: {samples} samples")
+    for k, n in counts.most_common(14):
+        print(f"  {n * 0.2:5.1f} s  {k}")
+PY
+tar -C /tmp -czf "$out/stacks.tgz" stacks
 step "a fresh process: import torch, then its CUDA context; alone, then three at once"
 cat > /tmp/ctx.py <<'PY'
 import time

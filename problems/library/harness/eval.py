@@ -32,6 +32,7 @@ import threading
 import time
 import traceback
 
+import wire
 from judge import Judge, WorkerDied, enough, expected_of, limits_for, plain_output, stats, verdict  # noqa: F401 (guarded names)
 
 EXIT_OK, EXIT_CUDA, EXIT_PIPE, EXIT_VALIDATION, EXIT_BAD_CASE, EXIT_TIMEOUT = 0, 110, 111, 112, 113, 114
@@ -1030,6 +1031,7 @@ def main(argv) -> int:
     phase's results, and the first phase that fails ends the run with its
     exit code."""
     undumpable()
+    wire.sample_stacks("judge")
     out = open_popcorn()
     secret = os.environ.pop("POPCORN_SEED", None)
     t0 = time.perf_counter_ns()

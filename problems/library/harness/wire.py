@@ -29,6 +29,21 @@ DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16"
           "complex64", "complex128")
 
 
+def sample_stacks(role: str):
+    """Diagnostics for whoever tunes the harness: with
+    KERNELBOX_HARNESS_STACKS=DIR, this process writes every thread's
+    Python stack to DIR/ROLE-PID.txt five times a second (faulthandler,
+    so a stack caught inside C code still names the call that entered
+    it). Unset, it does nothing."""
+    where = os.environ.get("KERNELBOX_HARNESS_STACKS")
+    if not where:
+        return
+    import faulthandler
+
+    f = open(os.path.join(where, f"{role}-{os.getpid()}.txt"), "w")
+    faulthandler.dump_traceback_later(0.2, repeat=True, file=f)
+
+
 class Closed(Exception):
     """The other side closed the channel (or broke the protocol)."""
 

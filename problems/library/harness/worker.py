@@ -286,6 +286,7 @@ def main(fd: int, null: bool = False, preload: bool = False):
     its kernel returns a tensor it made at start, so the judge can measure
     what its clock costs with no work in it."""
     chan = wire.Channel(socket.socket(fileno=fd))
+    wire.sample_stacks("null" if null else "worker")
     try:
         # torch loads while the device may still be another run's; the
         # device is touched (Worker) only once the judge says go.
