@@ -923,12 +923,15 @@ def run_benchmarks(out: Popcorn, pool: Pool, cases, kind: str) -> int:
         # reply came after the head start had run out (retries), calls
         # whose late time counted (late), the head start reached, and
         # (KERNELBOX_JUDGE_SELFTIME) the worker's own event times, to
-        # measure the judge's error.
+        # measure the judge's error; calls to a window (batch), the median
+        # of calls alone, and why windows were not believed.
         for key, name in (("retries", "retries"), ("late", "late"), ("head_start_ns", "head_start"), ("worker_mean", "worker_mean"),
-                          ("segments", "segments")):
+                          ("segments", "segments"), ("batch", "batch"), ("alone_median", "alone_median")):
             v = reply.get(key)
             if isinstance(v, (int, float)) and math.isfinite(v):
                 out.log(f"benchmark.{i}.{name}", f"{v:.0f}" if key != "worker_mean" else f"{v:.3f}")
+        if isinstance(reply.get("batch_refused"), str):
+            out.log(f"benchmark.{i}.batch_refused", reply["batch_refused"][:300])
         if isinstance(reply.get("offset"), str):
             out.log(f"benchmark.{i}.clock_offset", reply["offset"][:300])
         if isinstance(reply.get("l2_reset"), str):

@@ -44,6 +44,14 @@ def sample_stacks(role: str):
     faulthandler.dump_traceback_later(0.2, repeat=True, file=f)
 
 
+class WorkerDied(Exception):
+    """The worker died or broke its side; raised by the judge's end."""
+
+    def __init__(self, message, setup=False):
+        super().__init__(message)
+        self.setup = setup  # the harness's own set-up failed, not user code
+
+
 class Closed(Exception):
     """The other side closed the channel (or broke the protocol)."""
 

@@ -49,6 +49,7 @@ class Worker:
         self.dev = kbutils.device()
         self.kernel = None
         self.data = None  # the last call's input, for warm-up calls
+        self.batch = None  # CUDA: the inputs of the next window of calls
         self.inp = None  # CUDA: (ptr, flat tensor) of the judge's input buffer
         self.held = None  # CUDA: the last output, until the judge has read it
         self.spare = None  # CPU: (memfd, size) for the next output
@@ -132,14 +133,20 @@ class Worker:
         it costs nothing in the timed window: on the CPU a sealed memfd
         mapped read-only, on CUDA views of the judge's input buffer."""
         torch = self.torch
-        metas, size = msg["tensors"], int(msg["size"])
+        metas, size = msg.get("tensors"), int(msg["size"])
         if self.dev == "cuda":
             flat = self.inp[1]
         else:
             if len(fds) != 1:
                 raise RuntimeError("the judge sent no input memfd")
             flat = wire.map_memfd(torch, fds[0], size)
-        self.data = wire.unflatten(msg["data"], wire.views(torch, flat, metas))
+        if "batch" in msg:
+            # One window's inputs, one after another in the buffer.
+            self.batch = [wire.unflatten(b["data"], wire.views(torch, flat, b["tensors"])) for b in msg["batch"]]
+            self.data = self.batch[0]
+        else:
+            self.batch = None
+            self.data = wire.unflatten(msg["data"], wire.views(torch, flat, metas))
         return {"ok": True}
 
     # ------------------------------------------------------------- calls
@@ -147,7 +154,7 @@ class Worker:
     def call(self, msg):
         torch = self.torch
         kernel = self.load()
-        self.held = None  # the judge has read the last output
+        self.held = []  # the judge has read the last outputs
         data = self.data
         if data is None:
             raise RuntimeError("the judge called before it sent an input")
@@ -160,6 +167,15 @@ class Worker:
             # here would make the reply late.
             self.self_time = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
             self.self_time[0].record()
+        if msg.get("batch"):
+            # Each call's output is kept (place) until the judge has read
+            # them all: none of them is handed back before the last call.
+            if not self.batch:
+                raise RuntimeError("the judge asked for a window of calls before it sent their inputs")
+            outs = [kernel(d) for d in self.batch]
+            reply = {"outs": [self.place(out) for out in outs]}
+            self.done.record()
+            return reply, ()
         out = kernel(data)
         if self.self_time:
             self.self_time[1].record()
@@ -242,7 +258,7 @@ class Worker:
                     raise RuntimeError("the output lives in memory the judge cannot open (cuIpcGetMemHandle failed)")
             held.append(t)
             where.append(at)
-        self.held = (out, held)  # alive until the judge has read them
+        self.held.append((out, held))  # alive until the judge has read them
         metas, size = wire.metas_of(torch, tensors)
         return {"out": tree, "tensors": metas, "at": where, "size": size}
 

@@ -7,6 +7,7 @@ import unittest
 import torch
 
 import eval as harness
+import judge
 import kbutils
 
 
@@ -128,6 +129,60 @@ class DataTest(unittest.TestCase):
         a = torch.randn(4, generator=kbutils.generator(5, "cpu"))
         b = torch.randn(4, generator=kbutils.generator(5, "cpu"))
         self.assertTrue(torch.equal(a, b))
+
+
+class WindowTest(unittest.TestCase):
+    """How the CUDA judge puts several calls in one window (Judge.batch_size,
+    Judge.fused, enough); the windows themselves need a GPU."""
+
+    def judge_with(self, size):
+        class Link:
+            def lay_out(self, datas):
+                return [], [], size * len(datas)
+
+        j = object.__new__(judge.Judge)
+        j.link = Link()
+        return j
+
+    def test_batch_size(self):
+        os.environ.pop("KERNELBOX_BENCH_BATCH", None)
+        small = self.judge_with(1 << 20)
+        self.assertEqual(small.batch_size([30_000.0] * 10, None), judge.MAX_BATCH)  # 34 would reach the window
+        self.assertEqual(small.batch_size([200_000.0] * 10, None), 5)
+        self.assertEqual(small.batch_size([2_000_000.0] * 10, None), 1)  # long calls stay alone
+        self.assertEqual(self.judge_with(64 << 20).batch_size([30_000.0] * 10, None), judge.BATCH_BYTES // (64 << 20))
+        self.assertEqual(self.judge_with(2 << 30).batch_size([30_000.0] * 10, None), 1)
+        os.environ["KERNELBOX_BENCH_BATCH"] = "1"
+        try:
+            self.assertEqual(small.batch_size([30_000.0] * 10, None), 1)
+        finally:
+            del os.environ["KERNELBOX_BENCH_BATCH"]
+
+    def test_fused_keeps_honest_windows(self):
+        j = self.judge_with(1)
+        out = j.fused([30_000.0] * 9 + [90_000.0], [28_500.0, 28_700.0, 28_600.0], 8)
+        self.assertEqual(out["times"], [28_500.0, 28_700.0, 28_600.0])
+        self.assertEqual((out["batch"], out["alone_median"]), (8, 30_000.0))
+        self.assertNotIn("batch_refused", out)
+
+    def test_fused_refuses_work_ahead(self):
+        # A kernel that does the next call's work in this one: the window's
+        # calls look 3x quicker than one alone, and only the calls alone count.
+        j = self.judge_with(1)
+        out = j.fused([30_000.0] * 10, [10_000.0] * 5, 8)
+        self.assertNotIn("times", out)
+        self.assertIn("the calls alone count", out["batch_refused"])
+
+    def test_enough_counts_every_call_of_a_window(self):
+        import time
+
+        noisy = [1e6, 1.5e6, 0.5e6]
+        self.assertFalse(judge.enough(noisy, 0.005, 60, time.perf_counter()))
+        self.assertTrue(judge.enough(noisy, 0.005, 60, time.perf_counter(), calls=2))
+        self.assertFalse(judge.enough(noisy, 0.005, 60, time.perf_counter(), calls=2, least=4))
+        steady = [1e6] * 3  # no spread: only the least count holds it back
+        self.assertTrue(judge.enough(steady, 10, 60, time.perf_counter()))
+        self.assertFalse(judge.enough(steady, 10, 60, time.perf_counter(), least=judge.MIN_WINDOWS))
 
 
 if __name__ == "__main__":

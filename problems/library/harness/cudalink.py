@@ -1,0 +1,376 @@
+"""The judge's CUDA clock (judge.CudaLink): how a call of the worker's
+custom_kernel is timed from the judge's process.
+
+Ta and the start event S are recorded after a head start (a sleep
+kernel), the input's copy and the L2 flush; the worker's stream waits for
+S, calls custom_kernel and records its done event D; the judge then
+queues a wait for D, Tb and the capture of the output while the GPU is
+still in the head start, so Tb marks the moment the worker's last work on
+its stream ended, and the capture happens before the worker can know
+whether it will be checked. A call whose reply came after Ta had run (the
+host was late) is timed again with a longer head start, which comes back
+down once replies are quick again. Ta to Tb also holds a fixed cost, two
+switches between the processes' contexts (~290 us on the H200): every
+timed call is paired with a call of a null worker of ours (no submission
+in it) timed the same way, and the trimmed mean of those is taken off
+every time.
+"""
+
+import ctypes
+import time
+
+import wire
+from wire import WorkerDied
+
+# CUDA: the first head start, the longest, and how often a late call is
+# timed again before its late time counts (a late time only ever grows).
+HEAD_START_NS = 500_000
+HEAD_START_MAX_NS = 20_000_000
+LATE_RETRIES = 2
+# A reply this many times quicker than the head start halves it.
+HEAD_START_SLACK = 4
+# Null calls at start-up, to warm the null worker and report the cost.
+CALIBRATION_CALLS = 31
+# The share of null times cut from each end before their mean is taken:
+# a rare hiccup of the host must not move the offset.
+TRIM = 0.1
+# How many of the worker's memory segments the judge keeps open between
+# windows (a window of calls may open more): opening one is slow enough
+# to make a reply late.
+OPEN_SEGMENTS = 128
+CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW = 1
+
+
+def persisting_l2():
+    """The CUDA driver's (cuCtxResetPersistingL2Cache, cuStreamSetAttribute,
+    ""), or (None, None, why not): ROCm has neither, nor persisting L2."""
+    try:
+        cu = ctypes.CDLL("libcuda.so.1")
+        reset, window = cu.cuCtxResetPersistingL2Cache, cu.cuStreamSetAttribute
+    except (OSError, AttributeError) as e:
+        return None, None, f"off: {e}"
+    window.argtypes = (ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
+    return reset, window, ""
+
+
+class CudaLink:
+    """Inputs in device memory this process allocates with the driver (not
+    torch's allocator, whose segments would expose what else they hold);
+    outputs read from the worker's own memory, opened here by IPC handle."""
+
+    # Several calls to a window when calls are short (Judge.batched).
+    batches = True
+
+    def __init__(self, judge, hello, null):
+        self.j = judge
+        torch = self.torch = judge.torch
+        self.drv = wire.Driver()
+        torch.empty(1, device="cuda")
+        judge.peer.done = self.event_of(hello)
+        self.start = torch.cuda.Event(interprocess=True)
+        self.start_handle = bytes(self.start.ipc_handle()).hex()
+        self.ta, self.tb = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        self.inp, self.cap = None, 0  # (ptr, flat) of the worker's shared input
+        self.segments = {}  # a worker's handle -> (ptr here, size)
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        l2 = getattr(props, "L2_cache_size", 0) or (128 << 20)
+        self.flush_buf = torch.empty(max(2 * l2, 256 << 20) // 4, dtype=torch.int32, device="cuda")
+        self.l2_reset, self.l2_window, self.l2_status = persisting_l2()
+        self.no_window = ctypes.create_string_buffer(64)
+        self.sleep = getattr(torch.cuda, "_sleep", None)
+        self.cycles_per_ns = self.calibrate()
+        self.head_ns = HEAD_START_NS
+        self.late = self.retries = 0
+        self.nulls = []  # this benchmark's null times
+        self.null, self.null_status = None, "off: no null worker"
+        self.start_null(null)
+
+    def event_of(self, hello):
+        return self.torch.cuda.Event.from_ipc_handle(self.torch.cuda.current_device(), bytes.fromhex(hello["done"]))
+
+    # ------------------------------------------------------------ the null worker
+
+    def start_null(self, null):
+        """Set up the null worker (ours, no submission in it: its kernel
+        returns a tensor it made at start) with an input buffer of its own,
+        and time CALIBRATION_CALLS of its calls for the report. Without it
+        no time can be netted, and the run fails at its first benchmark."""
+        if null is None:
+            return
+        torch = self.torch
+        try:
+            hello = null.recv()
+            if "fatal" in hello:
+                raise WorkerDied(str(hello["fatal"])[-300:])
+            null.done = self.event_of(hello)
+            ptr = self.drv.alloc(1 << 12)
+            null.inp = (ptr, wire.device_bytes(torch, ptr, 1 << 12))
+            for msg in ({"op": "buffers", "input": {"handle": self.drv.export(ptr), "size": 1 << 12}, "start": self.start_handle},
+                        {"op": "input", "data": {"t": 0}, "tensors": [{"dtype": "uint8", "shape": [256], "offset": 0, "nbytes": 256}], "size": 256}):
+                null.send(msg)
+                reply = null.recv()
+                if "error" in reply:
+                    raise WorkerDied(str(reply["error"])[-300:])
+            null.private = torch.zeros(256, dtype=torch.uint8, device="cuda")
+            self.null = null
+            times = []
+            for _ in range(3 * CALIBRATION_CALLS):
+                t = self.null_time()
+                if t is not None:
+                    times.append(t)
+                if len(times) == CALIBRATION_CALLS:
+                    break
+            self.nulls = []
+            if len(times) < CALIBRATION_CALLS // 2:
+                raise WorkerDied("the null worker's replies kept coming late")
+            times.sort()
+            n = len(times)
+            self.null_status = f"ok: at start median {times[n // 2]:.0f} ns, p10 {times[n // 10]:.0f}, p90 {times[(9 * n) // 10]:.0f}"
+        except WorkerDied as e:
+            self.null_status = f"off: {e}"
+            self.null = None
+            null.close()
+
+    def null_time(self):
+        """One call of the null worker, timed as a submission's call is;
+        None when its reply came late (the time would hold the host's
+        delay, not the clock's cost)."""
+        null = self.null
+        r = self.once({"op": "call"}, null.private, 256, null, null.inp[1])
+        if "error" in r:
+            raise WorkerDied(f"the null worker failed: {r['error'][-300:]}", setup=True)
+        if r["late"]:
+            # In a sandbox under a CPU quota a reply can wait out a
+            # throttled period: a longer head start, as for a real call
+            # (which halves it again once replies are quick).
+            self.head_ns = min(2 * self.head_ns, HEAD_START_MAX_NS)
+            return None
+        self.nulls.append(r["ns"])
+        return r["ns"]
+
+    def offset(self):
+        """The clock's fixed cost in this benchmark: the trimmed mean of
+        its null times, and their count."""
+        times = sorted(self.nulls)
+        cut = int(len(times) * TRIM)
+        kept = times[cut:len(times) - cut] or times
+        return (sum(kept) / len(kept) if kept else 0.0), len(times)
+
+    def net(self, times, calls=1):
+        """Each window's time less the clock's cost, per call in it."""
+        off, _ = self.offset()
+        return [max(t - off, 0.0) / calls for t in times]
+
+    # ---------------------------------------------------------------- timing
+
+    def calibrate(self):
+        """The sleep kernel's cycles per ns, for head starts of a given
+        length."""
+        if self.sleep is None:
+            return 0.0
+        torch, probe = self.torch, 1 << 21
+        for _ in range(2):  # the first loads the sleep kernel
+            torch.cuda.synchronize()
+            self.ta.record()
+            self.sleep(probe)
+            self.tb.record()
+            self.tb.synchronize()
+        ns = self.ta.elapsed_time(self.tb) * 1e6
+        return probe / ns if ns > 0 else 0.0
+
+    def prepare(self):
+        self.late = self.retries = 0
+        self.nulls = []
+
+    def report(self):
+        off, n = self.offset()
+        return {"late": self.late, "retries": self.retries, "head_start_ns": self.head_ns, "l2_reset": self.l2_status or "ok",
+                "segments": len(self.segments), "offset": f"{self.null_status}; this benchmark {off:.0f} ns over {n} null calls"}
+
+    def reset_l2(self):
+        """Undo what a call can leave persisting in L2 (lines marked
+        persisting, an access policy window on our stream), so the flush
+        evicts everything. The driver's reset is not stream-ordered: called
+        with the device idle."""
+        if self.l2_reset is None:
+            return
+        stream = ctypes.c_void_p(self.torch.cuda.current_stream().cuda_stream)
+        rc = self.l2_window(stream, CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW, self.no_window)
+        if rc:
+            self.l2_status = self.l2_status or f"cuStreamSetAttribute: CUresult {rc}"
+        rc = self.l2_reset()
+        if rc:
+            self.l2_status = self.l2_status or f"cuCtxResetPersistingL2Cache: CUresult {rc}"
+
+    def ensure(self, size):
+        """A shared input buffer of at least size bytes, announced to the
+        worker; why not, or ""."""
+        if self.inp is not None and size <= self.cap:
+            return ""
+        torch, drv, j = self.torch, self.drv, self.j
+        torch.cuda.synchronize()
+        if self.inp is not None:
+            j.send({"op": "release"})
+            reply = j.recv()
+            if "error" in reply:
+                return str(reply["error"])
+            drv.free(self.inp[0])
+            self.inp = None
+        cap = max(wire.aligned(size), 1 << 20)
+        ptr = drv.alloc(cap)
+        self.inp, self.cap = (ptr, wire.device_bytes(torch, ptr, cap)), cap
+        j.send({"op": "buffers", "input": {"handle": drv.export(ptr), "size": cap}, "start": self.start_handle})
+        reply = j.recv()
+        return str(reply["error"]) if "error" in reply else ""
+
+    def call(self, data):
+        return self.timed([data], False, retry=False)
+
+    def lay_out(self, datas):
+        """Each input's layout in the shared buffer, one after another:
+        ([{data, tensors}], [(tensor, meta)], bytes)."""
+        torch = self.torch
+        parts, placed, base = [], [], 0
+        for data in datas:
+            tensors = []
+            tree = wire.flatten(torch, data, tensors)
+            metas, size = wire.metas_of(torch, tensors)
+            for m in metas:
+                m["offset"] += base
+            parts.append({"data": tree, "tensors": metas})
+            placed += zip(tensors, metas)
+            base = wire.aligned(base + size)
+        return parts, placed, base
+
+    def timed(self, datas, selftime, retry=True):
+        """The submission called once on each of datas, one after another
+        in one window, timed (gross: net() takes the clock's cost off) and
+        paired with a null call when retry is set, that is, when the time
+        counts. r["outs"] holds each call's output as captured at Tb."""
+        torch = self.torch
+        if retry and self.null is None:
+            # The box's failure, never the submission's: no made-up time.
+            raise WorkerDied(f"the judge cannot time calls on this GPU: its null worker is {self.null_status}", setup=True)
+        parts, placed, size = self.lay_out(datas)
+        why = self.ensure(size)
+        if why:
+            return {"error": f"the worker could not open the input: {why}"}
+        private = torch.zeros(max(size, 1), dtype=torch.uint8, device="cuda")
+        for t, m in placed:
+            if m["nbytes"]:
+                private[m["offset"]:m["offset"] + m["nbytes"]].copy_(wire.raw_bytes(torch, t.to("cuda")))
+        j = self.j
+        if len(parts) == 1:
+            j.send({"op": "input", "data": parts[0]["data"], "tensors": parts[0]["tensors"], "size": size})
+        else:
+            j.send({"op": "input", "batch": parts, "size": size})
+        reply = j.recv()
+        if "error" in reply:
+            return {"error": str(reply["error"])}
+        msg = {"op": "call", "selftime": selftime and len(parts) == 1, "batch": len(parts) > 1}
+        for attempt in range(LATE_RETRIES + 1 if retry else 1):
+            r = self.once(msg, private, size, j.peer, self.inp[1], len(parts))
+            if "error" in r or not r.pop("late"):
+                break
+            if attempt < LATE_RETRIES:
+                self.retries += 1
+                self.head_ns = min(2 * self.head_ns, HEAD_START_MAX_NS)
+            else:
+                self.late += 1
+        if "error" not in r and not torch.equal(self.inp[1][:size], private[:size]):
+            r["misuse"] = "custom_kernel modified its input; inputs must be left as they were"
+        if "error" not in r and retry:
+            for _ in range(LATE_RETRIES + 1):
+                if self.null_time() is not None:
+                    break
+        return r
+
+    def once(self, msg, private, size, peer, inp, calls=1):
+        """One window of calls: its gross time, each call's output as
+        captured at Tb, and whether the reply came too late for Tb to be
+        queued in the head start."""
+        torch = self.torch
+        if len(self.segments) >= OPEN_SEGMENTS:
+            # Never during a window: its outputs' views would be closed.
+            self.forget_segments()
+        torch.cuda.synchronize()
+        self.reset_l2()
+        cycles = int(self.cycles_per_ns * self.head_ns)
+        if cycles > 0:
+            self.sleep(cycles)
+        inp[:size].copy_(private[:size])
+        self.flush_buf.zero_()
+        self.ta.record()
+        self.start.record()
+        sent = time.perf_counter_ns()
+        peer.send(msg)
+        reply = peer.recv()
+        host_ns = time.perf_counter_ns() - sent
+        if "error" in reply:
+            torch.cuda.synchronize()
+            return {"error": str(reply["error"])}
+        replies = reply.get("outs") if msg.get("batch") else [reply]
+        try:
+            if not isinstance(replies, list) or len(replies) != calls or not all(isinstance(x, dict) for x in replies):
+                raise ValueError(f"it answered {calls} calls with no list of {calls} outputs")
+            srcs = [self.sources(x) for x in replies]
+        except (ValueError, RuntimeError) as e:
+            torch.cuda.synchronize()
+            return {"error": f"the submission's process broke the protocol: {e}"}
+        torch.cuda.current_stream().wait_event(peer.done)
+        self.tb.record()
+        caps = [[s.clone() for s in call] for call in srcs]
+        late = self.ta.query()
+        self.tb.synchronize()
+        ns = self.ta.elapsed_time(self.tb) * 1e6
+        torch.cuda.synchronize()
+        if peer is self.j.peer and not late and host_ns * HEAD_START_SLACK < self.head_ns:
+            # A one-off delay (a first call, a new allocation to open) must
+            # not leave every later call sleeping through a long head start.
+            # Only the submission's replies count: the null worker's are
+            # always quick.
+            self.head_ns = max(self.head_ns // 2, HEAD_START_NS)
+        r = {"ns": ns, "late": late, "outs": []}
+        for call, cap, x in zip(srcs, caps, replies):
+            if not all(torch.equal(c, s) for c, s in zip(cap, call)):
+                r["misuse"] = "the output changed after custom_kernel's stream said it was done"
+            r["outs"].append(wire.unflatten(x["out"], [c.view(getattr(torch, m["dtype"])).reshape(m["shape"]) if m["nbytes"] else
+                                                       torch.empty(m["shape"], dtype=getattr(torch, m["dtype"]), device="cuda")
+                                                       for c, m in zip(cap, x["tensors"])]))
+        r["out"] = r["outs"][0]
+        if msg.get("selftime"):
+            peer.send({"op": "selftime"})
+            r["own"] = peer.recv().get("ns")
+        return r
+
+    def sources(self, reply):
+        """Flat uint8 views of each output tensor in the worker's memory."""
+        torch = self.torch
+        metas, where = reply.get("tensors"), reply.get("at")
+        if wire.check_metas(torch, metas, wire.MAX_BYTES) or not isinstance(where, list) or len(where) != len(metas):
+            raise ValueError("its output's layout does not add up")
+        out = []
+        for m, at in zip(metas, where):
+            if not m["nbytes"]:
+                out.append(torch.empty(0, dtype=torch.uint8, device="cuda"))
+                continue
+            if not isinstance(at, dict) or not isinstance(at.get("offset"), int) or at["offset"] < 0:
+                raise ValueError("an output tensor's place is not named")
+            ptr, seg = self.segment(str(at.get("handle")))
+            if at["offset"] + m["nbytes"] > seg:
+                raise ValueError("an output tensor lies outside its memory")
+            out.append(wire.device_bytes(torch, ptr + at["offset"], m["nbytes"]))
+        return out
+
+    def forget_segments(self):
+        self.torch.cuda.synchronize()
+        for ptr, _ in self.segments.values():
+            self.drv.close(ptr)
+        self.segments.clear()
+
+    def segment(self, handle):
+        seg = self.segments.get(handle)
+        if seg is None:
+            ptr = self.drv.open(handle)
+            seg = self.segments[handle] = (ptr, self.drv.extent(ptr))
+        return seg
