@@ -79,6 +79,49 @@ func TestDaemon_Standby(t *testing.T) {
 	standbyReady()
 }
 
+// TestDaemon_StandbyWhileBusy: the next standby starts while a run has
+// the GPU, so its imports overlap that run instead of the next one's wait.
+func TestDaemon_StandbyWhileBusy(t *testing.T) {
+	t.Parallel()
+	td := fakeH200Daemon(t, true)
+	td.loadQuickOn("[H200]")
+	ctx := t.Context()
+	r := td.d.runner
+	slot := r.slots[0].ID
+	standby := func() *standby {
+		v, ok := r.standbys.Load(slot)
+		if !ok {
+			return nil
+		}
+		return v.(*standby)
+	}
+	waitFor(t, 60*time.Second, func() bool { return standby() != nil })
+	first := standby()
+	// quickgpu runs its own harness: the run stops the standby it finds,
+	// and holds the GPU for its two tests' sleeps.
+	slow := []byte("import time\n\ndef custom_kernel(xs):\n    time.sleep(4)\n    return [2 * x for x in xs]\n")
+	sub, err := td.admin.Submit(ctx, api.SubmitRequest{Leaderboard: "quickgpu", GPU: "H200", Mode: "test", Code: slow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var during bool
+	waitFor(t, 60*time.Second, func() bool {
+		_, busy := r.busy.Load(slot)
+		sb := standby()
+		during = busy && sb != nil && sb != first
+		if v, err := td.admin.Submission(ctx, sub.ID, false); err == nil && v.Status == api.StatusDone {
+			return true
+		}
+		return during
+	})
+	if !during {
+		t.Fatal("the run ended before a new standby started on its busy GPU")
+	}
+	if v, err := td.admin.Wait(ctx, sub.ID, nil); err != nil || !v.Passed {
+		t.Fatalf("the slow run: %+v, %v", v, err)
+	}
+}
+
 // fakeH200Daemon is a daemon on one fake H200 (no CPU slots), with
 // standbys on or off.
 func fakeH200Daemon(t testing.TB, standby bool) *testDaemon {
