@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"net/http"
+	"strconv"
 
 	"kernelbox/appliance/api"
 )
@@ -67,12 +68,21 @@ func (a *API) adminInvite(w http.ResponseWriter, r *http.Request) error {
 
 func (a *API) adminProblems(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	loaded, err := a.svc.LoadProblems(r.Context(), userOf(r), http.MaxBytesReader(w, r.Body, a.svc.cfg.MaxProblemBytes),
-		q.Get("file"), q.Get("name"))
+	how := api.ProblemLoad{File: q.Get("file"), Name: q.Get("name")}
+	for key, to := range map[string]*bool{"replace": &how.Replace, "dry_run": &how.DryRun} {
+		if v := q.Get(key); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return api.Errorf(api.CodeInvalid, "query %s=%q: want true or false", key, v)
+			}
+			*to = b
+		}
+	}
+	loaded, err := a.svc.LoadProblems(r.Context(), userOf(r), http.MaxBytesReader(w, r.Body, a.svc.cfg.MaxProblemBytes), how)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, api.Loaded{Loaded: loaded})
+	return writeJSON(w, http.StatusOK, api.Loaded{Loaded: loaded, DryRun: how.DryRun})
 }
 
 func (a *API) adminLeaderboard(w http.ResponseWriter, r *http.Request) error {

@@ -567,9 +567,27 @@ func TestDaemon_LoadProblemSets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Loading again replaces the problems and keeps the secret seeds.
-	if _, errOut, code := td.cli(td.token, "admin", "problems", "load", lib(problems.LibraryCompetition)); code != 0 {
-		t.Fatalf("second load = exit %d: %s", code, errOut)
+	// Loading again is refused name by name, and changes nothing; so does
+	// a dry run of --replace, which says what it would do.
+	out, errOut, code = td.cli(td.token, "admin", "problems", "load", lib(problems.LibraryCompetition))
+	if code != api.ExitRefused || !strings.Contains(out, "refused vectoradd: leaderboard vectoradd exists (from an uploaded problem set): load with --replace") ||
+		!strings.Contains(errOut, "15 of 15 problems not loaded") {
+		t.Fatalf("second load = exit %d:\n%s%s\nwant exit %d and every name refused", code, out, errOut, api.ExitRefused)
+	}
+	out, errOut, code = td.cli(td.token, "admin", "problems", "load", lib(problems.LibraryCompetition), "--replace", "--dry-run")
+	if code != 0 || !strings.Contains(out, "would be replaced vectoradd (gpus") {
+		t.Fatalf("dry run = exit %d:\n%s%s", code, out, errOut)
+	}
+	if same, err := td.d.store.Leaderboard(ctx, "vectoradd"); err != nil || same.ProblemDir != before.ProblemDir {
+		t.Fatalf("after a refused load and a dry run: %+v, %v; want %s unchanged", same, err, before.ProblemDir)
+	}
+	uploads, err := os.ReadDir(filepath.Join(td.dir, "problems", "uploads"))
+	if err != nil || len(uploads) != 1 {
+		t.Errorf("uploads kept: %v, %v; want only the first set (the others changed nothing)", uploads, err)
+	}
+	// --replace replaces the problems and keeps the secret seeds.
+	if _, errOut, code := td.cli(td.token, "admin", "problems", "load", lib(problems.LibraryCompetition), "--replace"); code != 0 {
+		t.Fatalf("load --replace = exit %d: %s", code, errOut)
 	}
 	after, err := td.d.store.Leaderboard(ctx, "vectoradd")
 	if err != nil {
@@ -595,28 +613,61 @@ func TestDaemon_LoadProblemSets(t *testing.T) {
 			t.Errorf("load of a problem reading /etc/hostname = exit %d, %q; want exit 2, outside the problem set", code, errOut)
 		}
 	}
+	// A competition loads its good problems and names the bad ones (a
+	// task.yml that does not parse, a file from outside the set), with
+	// paths inside the set, never the server's.
+	set := t.TempDir()
+	if err := os.CopyFS(filepath.Join(set, "good"), os.DirFS(filepath.Join("testdata", "quick"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(filepath.Join(set, "outside"), os.DirFS(evil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(set, "broken"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{
+		"broken/task.yml": "files: [\n",
+		"comp.yaml":       "name: mixed\nproblems:\n  - {directory: good, name: mixed-good}\n  - {directory: broken}\n  - {directory: outside}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(set, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, errOut, code = td.cli(td.token, "admin", "problems", "load", filepath.Join(set, "comp.yaml"))
+	for _, want := range []string{"created mixed-good", "invalid broken: comp.yaml:4: problems[1]: broken/task.yml: not valid YAML", "invalid outside:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("partial load output lacks %q:\n%s", want, out)
+		}
+	}
+	if code != api.ExitUsage || !strings.Contains(errOut, "2 of 3 problems not loaded") || strings.Contains(out+errOut, td.dir) {
+		t.Errorf("partial load = exit %d, %q; want exit 2, 2 of 3 not loaded, and no server path", code, errOut)
+	}
+	if _, err := td.d.store.Leaderboard(ctx, "mixed-good"); err != nil {
+		t.Errorf("the good problem of a partial set: %v", err)
+	}
 	// Archives: a link, a path climbing out, garbage, too large.
 	for name, archive := range map[string][]byte{
 		"symlink":  tarGz(t, tarEntry{name: "task.yml", link: "/etc/passwd"}),
 		"climbing": tarGz(t, tarEntry{name: "../../x/task.yml", body: "x"}),
 		"garbage":  []byte("not a tarball"),
 	} {
-		if _, err := td.admin.LoadProblems(ctx, bytes.NewReader(archive), "", "evil"); api.ErrorCode(err) != api.CodeInvalid {
+		if _, err := td.admin.LoadProblems(ctx, bytes.NewReader(archive), api.ProblemLoad{Name: "evil"}); api.ErrorCode(err) != api.CodeInvalid {
 			t.Errorf("LoadProblems(%s) = %v, want invalid", name, err)
 		}
 	}
 	noise := make([]byte, 5<<20)
 	_, _ = rand.Read(noise) // incompressible: the archive stays over the cap
 	big := tarGz(t, tarEntry{name: "task.yml", body: string(noise)})
-	if _, err := td.admin.LoadProblems(ctx, bytes.NewReader(big), "", "big"); api.ErrorCode(err) != api.CodeTooLarge {
+	if _, err := td.admin.LoadProblems(ctx, bytes.NewReader(big), api.ProblemLoad{Name: "big"}); api.ErrorCode(err) != api.CodeTooLarge {
 		t.Errorf("LoadProblems(5 MiB over a 4 MiB cap) = %v, want too_large", err)
 	}
 	if _, err := td.d.store.Leaderboard(ctx, "evil"); api.ErrorCode(err) != api.CodeNotFound {
 		t.Errorf("a refused set left a leaderboard: %v", err)
 	}
-	uploads, _ := os.ReadDir(filepath.Join(td.dir, "problems", "uploads"))
-	if len(uploads) != 2 {
-		t.Errorf("%d directories under problems/uploads, want the 2 loaded sets (refused ones removed)", len(uploads))
+	uploads, _ = os.ReadDir(filepath.Join(td.dir, "problems", "uploads"))
+	if len(uploads) != 3 {
+		t.Errorf("%d directories under problems/uploads, want the 3 sets that loaded something (the others removed)", len(uploads))
 	}
 }
 

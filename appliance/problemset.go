@@ -15,30 +15,57 @@ import (
 // loadProblemSet puts a problem set that lies under root on the leaderboards:
 // file names a competition file inside root (KernelBot's format), or is
 // empty when root itself is one problem (a task.yml), which becomes the
-// leaderboard name. Nothing is changed unless every problem loads.
+// leaderboard name. A competition whose file is broken, or a single
+// problem that does not load, changes nothing and is an error; a
+// competition's problems that do not load are answered as invalid and
+// the others load. Paths in messages are relative to root: an upload's
+// lies in the server's data directory, which is nobody's business.
 func (s *Service) loadProblemSet(ctx context.Context, root, file, name string, opt store.LoadOptions) ([]api.LoadedProblem, error) {
+	hide := func(msg string) string { return strings.ReplaceAll(msg, root+string(filepath.Separator), "") }
 	var entries []problems.CompetitionProblem
+	var bad []api.LoadedProblem
 	if file != "" {
 		comp, err := problems.LoadCompetition(filepath.Join(root, filepath.FromSlash(file)))
 		if err != nil {
-			return nil, api.Errorf(api.CodeInvalid, "%v", err)
+			return nil, api.Errorf(api.CodeInvalid, "%s", hide(err.Error()))
+		}
+		for _, b := range comp.Bad {
+			bad = append(bad, api.LoadedProblem{Leaderboard: b.Name, Action: api.LoadInvalid, Error: hide(b.Err.Error())})
 		}
 		entries = comp.Problems
 	} else {
 		t, err := problems.LoadTask(root)
 		if err != nil {
-			return nil, api.Errorf(api.CodeInvalid, "%v", err)
+			return nil, api.Errorf(api.CodeInvalid, "%s", hide(err.Error()))
 		}
 		if name == "" {
 			name = t.Name
 		}
 		entries = []problems.CompetitionProblem{{Name: name, GPUs: t.GPUs, Task: t}}
 	}
+	good := entries[:0:0]
 	for _, p := range entries {
 		if err := insideRoot(root, p.Task); err != nil {
-			return nil, err
+			if file == "" {
+				return nil, err
+			}
+			bad = append(bad, api.LoadedProblem{Leaderboard: p.Name, Action: api.LoadInvalid, Error: hide(err.Error())})
+			continue
 		}
+		good = append(good, p)
 	}
+	out, err := s.putProblems(ctx, good, opt)
+	if err != nil {
+		return nil, err
+	}
+	if len(bad) > 0 && opt.Source == store.SourceLibrary {
+		s.log.Error("bundled problems that do not load", "problems", bad)
+	}
+	return append(out, bad...), nil
+}
+
+// putProblems puts problems that loaded on their leaderboards as opt says.
+func (s *Service) putProblems(ctx context.Context, entries []problems.CompetitionProblem, opt store.LoadOptions) ([]api.LoadedProblem, error) {
 	specs := make([]store.LeaderboardSpec, len(entries))
 	for i, p := range entries {
 		gpus := p.GPUs
@@ -60,9 +87,12 @@ func (s *Service) loadProblemSet(ctx context.Context, root, file, name string, o
 	}
 	var out []api.LoadedProblem
 	for i, o := range outcomes {
-		lp := api.LoadedProblem{Leaderboard: o.Name, Created: o.Action == store.LoadCreated, GPUs: specs[i].GPUs, Deadline: specs[i].Deadline,
-			Warnings: entries[i].Task.Warnings}
-		if o.Why != "" {
+		lp := api.LoadedProblem{Leaderboard: o.Name, Action: o.Action, Created: o.Action == store.LoadCreated, GPUs: specs[i].GPUs,
+			Deadline: specs[i].Deadline, Warnings: entries[i].Task.Warnings}
+		switch o.Action {
+		case store.LoadRefused:
+			lp.Error = o.Why
+		case store.LoadKept:
 			lp.Warnings = append(lp.Warnings, o.Action+": "+o.Why)
 		}
 		for _, f := range o.Kept {
@@ -70,9 +100,11 @@ func (s *Service) loadProblemSet(ctx context.Context, root, file, name string, o
 		}
 		out = append(out, lp)
 	}
-	s.mu.Lock()
-	s.tasks = map[string]*problems.Task{} // a reload replaces the cached tasks
-	s.mu.Unlock()
+	if !opt.DryRun {
+		s.mu.Lock()
+		s.tasks = map[string]*problems.Task{} // a reload replaces the cached tasks
+		s.mu.Unlock()
+	}
 	return out, nil
 }
 

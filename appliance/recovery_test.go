@@ -110,7 +110,7 @@ func TestDaemon_KillAndRestart(t *testing.T) {
 	if err := api.PackProblemSet(&archive, filepath.Join("testdata", "quick")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := admin.LoadProblems(ctx, strings.NewReader(archive.String()), "", "quick"); err != nil {
+	if _, err := admin.LoadProblems(ctx, strings.NewReader(archive.String()), api.ProblemLoad{Name: "quick"}); err != nil {
 		t.Fatal(err)
 	}
 	slow, err := os.ReadFile(filepath.Join("testdata", "submissions", "slow.py"))

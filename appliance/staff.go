@@ -89,9 +89,11 @@ func (s *Service) CreateInvite(ctx context.Context, me *store.User, inv api.Invi
 }
 
 // LoadProblems unpacks an uploaded problem set under the data directory
-// and loads it: file names a competition file inside it, or is empty for
-// one problem directory (named name). A set that does not load is removed.
-func (s *Service) LoadProblems(ctx context.Context, me *store.User, archive io.Reader, file, name string) ([]api.LoadedProblem, error) {
+// and loads it as how says: each problem's leaderboard is created, or
+// replaced when how.Replace, or refused when its name is taken; a problem
+// that does not load is named and the others load. The unpacked set is
+// removed unless a leaderboard now points into it (a dry run never).
+func (s *Service) LoadProblems(ctx context.Context, me *store.User, archive io.Reader, how api.ProblemLoad) ([]api.LoadedProblem, error) {
 	parent := filepath.Join(s.cfg.DataDir, "problems", "uploads")
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, err
@@ -100,18 +102,25 @@ func (s *Service) LoadProblems(ctx context.Context, me *store.User, archive io.R
 	if err != nil {
 		return nil, err
 	}
+	file := how.File
 	if file != "" && (filepath.IsAbs(file) || strings.HasPrefix(filepath.Clean(file), "..")) {
 		os.RemoveAll(dir)
 		return nil, api.Errorf(api.CodeInvalid, "file %q must be a path inside the uploaded set", file)
 	}
-	// An upload replaces same-named leaderboards, as before; issue 18 item 5
-	// (refuse unless --replace, --dry-run) is still to come.
-	loaded, err := s.loadProblemSet(ctx, dir, file, name, store.LoadOptions{Source: store.SourceUpload, Replace: true})
-	if err != nil {
+	loaded, err := s.loadProblemSet(ctx, dir, file, how.Name, store.LoadOptions{Source: store.SourceUpload, Replace: how.Replace, DryRun: how.DryRun})
+	used := false
+	for _, l := range loaded {
+		used = used || api.Loads(l.Action)
+	}
+	if err != nil || how.DryRun || !used {
 		os.RemoveAll(dir)
+	}
+	if err != nil {
 		return nil, err
 	}
-	s.log.Info("problem set loaded", logUser, me.Name, "dir", dir, "leaderboards", len(loaded))
+	if !how.DryRun {
+		s.log.Info("problem set loaded", logUser, me.Name, "dir", dir, "problems", len(loaded), "replace", how.Replace)
+	}
 	return loaded, nil
 }
 

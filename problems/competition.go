@@ -1,6 +1,7 @@
 package problems
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,6 +18,27 @@ type Competition struct {
 	Description string
 	Deadline    time.Time // zero when the file gives none
 	Problems    []CompetitionProblem
+	// Bad are the problems whose directory did not load: they are named
+	// here and the others load, so one broken problem (reference-kernels'
+	// nvidia.yaml has one) does not keep a set's others off the box.
+	Bad []BadProblem
+}
+
+// BadProblem is a problem of a competition whose task did not load.
+type BadProblem struct {
+	Name      string
+	Directory string
+	Err       error // a *FieldError: the competition file, line and why
+}
+
+// BadErr joins the errors of the competition's bad problems (nil when
+// every problem loaded), for callers that want all or nothing.
+func (c *Competition) BadErr() error {
+	var errs []error
+	for _, b := range c.Bad {
+		errs = append(errs, b.Err)
+	}
+	return errors.Join(errs...)
 }
 
 // CompetitionProblem is one entry of a competition; Task is loaded from
@@ -44,8 +66,10 @@ func ParseDeadline(s string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("%q is not a date (2006-01-02), a time (2006-01-02 15:04) or RFC 3339", s)
 }
 
-// LoadCompetition reads a competition file and every problem it lists. All
-// errors, its own and its problems', are reported together.
+// LoadCompetition reads a competition file and every problem it lists.
+// Errors in the file itself fail it, reported together with its problems'
+// errors; a problem whose task does not load is put in Bad and the rest
+// still load.
 func LoadCompetition(path string) (*Competition, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -124,7 +148,9 @@ func LoadCompetition(path string) (*Competition, error) {
 				}
 				task, err := LoadTask(filepath.Join(filepath.Dir(abs), filepath.FromSlash(p.Directory)))
 				if err != nil {
-					problemErrs = append(problemErrs, &FieldError{File: abs, Line: item.Line, Field: field, Msg: err.Error()})
+					fe := &FieldError{File: abs, Line: item.Line, Field: field, Msg: err.Error()}
+					problemErrs = append(problemErrs, fe)
+					comp.Bad = append(comp.Bad, BadProblem{Name: p.Name, Directory: p.Directory, Err: fe})
 					continue
 				}
 				p.Task = task
@@ -137,9 +163,9 @@ func LoadCompetition(path string) (*Competition, error) {
 	if comp.Name == "" {
 		c.add(0, "name", "is required")
 	}
-	c.errs = append(c.errs, problemErrs...)
-	if err := c.err(); err != nil {
-		return nil, err
+	if len(c.errs) > 0 {
+		c.errs = append(c.errs, problemErrs...)
+		return nil, c.err()
 	}
 	return comp, nil
 }

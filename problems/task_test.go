@@ -223,6 +223,32 @@ func TestLoadCompetition_Invalid(t *testing.T) {
 	}
 }
 
+// TestLoadCompetition_BadProblem: a problem whose directory does not load
+// is named, and the competition's other problems still load.
+func TestLoadCompetition_BadProblem(t *testing.T) {
+	t.Parallel()
+	dir := writeProblem(t, validTask)
+	comp := filepath.Join(filepath.Dir(dir), "comp.yaml")
+	body := "name: c\nproblems:\n  - {directory: " + filepath.Base(dir) + ", gpus: [H200]}\n  - {directory: missing, name: gone}\n"
+	if err := os.WriteFile(comp, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadCompetition(comp)
+	if err != nil {
+		t.Fatalf("LoadCompetition() = %v, want the good problem loaded", err)
+	}
+	if len(c.Problems) != 1 || c.Problems[0].Name != filepath.Base(dir) {
+		t.Errorf("problems = %+v, want %s alone", c.Problems, filepath.Base(dir))
+	}
+	if len(c.Bad) != 1 || c.Bad[0].Name != "gone" || c.Bad[0].Directory != "missing" ||
+		!strings.Contains(c.Bad[0].Err.Error(), "comp.yaml:4: problems[1]: load problem") {
+		t.Errorf("bad = %+v, want gone (missing) with its line", c.Bad)
+	}
+	if err := c.BadErr(); err == nil || !strings.Contains(err.Error(), "problems[1]") {
+		t.Errorf("BadErr() = %v", err)
+	}
+}
+
 func TestParseDeadline(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{

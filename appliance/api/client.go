@@ -310,16 +310,21 @@ func (c *Client) CreateInvite(ctx context.Context, inv Invite) (*InviteCode, err
 	return &out, c.sendJSON(ctx, http.MethodPost, "/api/admin/invites", inv, &out)
 }
 
-// LoadProblems uploads a problem set: archive is a gzipped tar, file the
-// competition file inside it, or "" for a single problem, whose
-// leaderboard is then called name.
-func (c *Client) LoadProblems(ctx context.Context, archive io.Reader, file, name string) ([]LoadedProblem, error) {
+// LoadProblems uploads a problem set (archive, a gzipped tar) and loads it
+// as how says.
+func (c *Client) LoadProblems(ctx context.Context, archive io.Reader, how ProblemLoad) ([]LoadedProblem, error) {
 	q := url.Values{}
-	if file != "" {
-		q.Set("file", file)
+	if how.File != "" {
+		q.Set("file", how.File)
 	}
-	if name != "" {
-		q.Set("name", name)
+	if how.Name != "" {
+		q.Set("name", how.Name)
+	}
+	if how.Replace {
+		q.Set("replace", "true")
+	}
+	if how.DryRun {
+		q.Set("dry_run", "true")
 	}
 	var out Loaded
 	return out.Loaded, c.do(ctx, http.MethodPost, "/api/admin/problems", q, archive, "application/gzip", &out)

@@ -52,9 +52,36 @@ type DrainRequest struct {
 	Reason string `json:"reason"`
 }
 
-// Loaded is the answer of POST /api/admin/problems.
+// ProblemLoad is how POST /api/admin/problems loads an uploaded set
+// (its query: file, name, replace, dry_run).
+type ProblemLoad struct {
+	File    string // a competition file inside the set, or "" for one problem directory
+	Name    string // that one problem's leaderboard name
+	Replace bool   // replace leaderboards of the same names (else each is refused)
+	DryRun  bool   // say what would happen and change nothing
+}
+
+// Loaded is the answer of POST /api/admin/problems: one entry per
+// problem of the set, each with what was (or, in a dry run, would be)
+// done to it. A load is not all or nothing: the problems that can load do.
 type Loaded struct {
 	Loaded []LoadedProblem `json:"loaded"`
+	DryRun bool            `json:"dry_run,omitempty"`
+}
+
+// What a load did to one problem (LoadedProblem.Action).
+const (
+	LoadCreated  = "created"
+	LoadUpdated  = "updated"  // the bundled library's own, reloaded
+	LoadReplaced = "replaced" // an upload's, asked for with replace
+	LoadKept     = "kept"     // left as it was: an upload replaced the library's
+	LoadRefused  = "refused"  // the name is taken and replace was not asked
+	LoadInvalid  = "invalid"  // the problem did not load: Error says why
+)
+
+// Loads reports whether action put the problem on its leaderboard.
+func Loads(action string) bool {
+	return action == LoadCreated || action == LoadUpdated || action == LoadReplaced
 }
 
 // Deleted is the answer of DELETE /api/admin/submissions/ID.

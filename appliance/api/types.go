@@ -131,12 +131,15 @@ type Ranking struct {
 	Rankings    []GPURanking `json:"rankings"`
 }
 
-// LoadedProblem is one leaderboard a problem-set load created or updated.
+// LoadedProblem is one problem of a loaded set and what the load did to
+// its leaderboard (Action: LoadCreated ...).
 type LoadedProblem struct {
 	Leaderboard string    `json:"leaderboard"`
+	Action      string    `json:"action"`
 	Created     bool      `json:"created"`
-	GPUs        []string  `json:"gpus"`
+	GPUs        []string  `json:"gpus,omitempty"`
 	Deadline    time.Time `json:"deadline,omitzero"`
+	Error       string    `json:"error,omitempty"` // why it was refused or did not load
 	Warnings    []string  `json:"warnings,omitempty"`
 }
 

@@ -29,11 +29,14 @@ func adminCommand() *cli.Command {
 				Name:  "problems",
 				Usage: "load problem sets",
 				Subcommands: []*cli.Command{{
-					Name:      "load",
-					Usage:     "load a competition file (KernelBot's format) or one problem directory",
+					Name: "load",
+					Usage: "load a competition file (KernelBot's format) or one problem directory; a name already on the " +
+						"box is refused unless --replace, and a competition's problems that load do, the others named",
 					ArgsUsage: "PATH",
-					Flags:     clientFlags(jsonFlag()),
-					Action:    runLoadProblems,
+					Flags: clientFlags(jsonFlag(),
+						&cli.BoolFlag{Name: "replace", Usage: "replace the problems of leaderboards of the same names (their seeds, submissions and settings stay)"},
+						&cli.BoolFlag{Name: "dry-run", Usage: "say what loading would do and change nothing"}),
+					Action: runLoadProblems,
 				}},
 			},
 			adminLeaderboardCommand(),
@@ -285,25 +288,53 @@ func runLoadProblems(c *cli.Context) error {
 	if err := api.PackProblemSet(&buf, dir); err != nil {
 		return usageError("admin problems load: %v", err)
 	}
+	how := api.ProblemLoad{File: file, Name: name, Replace: c.Bool("replace"), DryRun: c.Bool("dry-run")}
 	return clientAction(func(c *cli.Context, cl *api.Client) error {
-		loaded, err := cl.LoadProblems(c.Context, &buf, file, name)
+		loaded, err := cl.LoadProblems(c.Context, &buf, how)
 		if err != nil {
 			return err
 		}
-		return output(c, loaded, func(w io.Writer) error {
+		// Not loaded: refused names exit as refused, problems that did not
+		// load as bad input, which wins.
+		missed, code := 0, api.ExitRefused
+		for _, l := range loaded {
+			if !api.Loads(l.Action) && l.Action != api.LoadKept {
+				missed++
+			}
+			if l.Action == api.LoadInvalid {
+				code = api.ExitUsage
+			}
+		}
+		err = output(c, loaded, func(w io.Writer) error {
 			for _, l := range loaded {
-				verb := "updated"
-				if l.Created {
-					verb = "created"
-				}
-				fmt.Fprintf(w, "%s %s (gpus %s, deadline %s)\n", verb, l.Leaderboard, strings.Join(l.GPUs, ","), deadlineText(l.Deadline))
-				for _, warn := range l.Warnings {
-					fmt.Fprintf(w, "  warning: %s\n", warn)
-				}
+				printLoaded(w, l, how.DryRun)
 			}
 			return nil
 		})
+		if err == nil && missed > 0 {
+			err = &ExitError{Code: code, Err: fmt.Errorf("%d of %d problems not loaded%s", missed, len(loaded),
+				map[bool]string{true: " (a dry run: nothing changed)"}[how.DryRun])}
+		}
+		return err
 	})(c)
+}
+
+// printLoaded writes one line for a problem of a loaded set, and its
+// warnings below.
+func printLoaded(w io.Writer, l api.LoadedProblem, dryRun bool) {
+	verb := l.Action
+	if dryRun && api.Loads(l.Action) {
+		verb = "would be " + l.Action
+	}
+	switch {
+	case l.Error != "":
+		fmt.Fprintf(w, "%s %s: %s\n", verb, l.Leaderboard, l.Error)
+	default:
+		fmt.Fprintf(w, "%s %s (gpus %s, deadline %s)\n", verb, l.Leaderboard, strings.Join(l.GPUs, ","), deadlineText(l.Deadline))
+	}
+	for _, warn := range l.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", warn)
+	}
 }
 
 func runAdminLeaderboard(c *cli.Context, cl *api.Client, name string) error {

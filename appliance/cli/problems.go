@@ -149,6 +149,9 @@ func loadTargets(args []string, scratch string) ([]*problems.Task, error) {
 			for _, p := range comp.Problems {
 				tasks = append(tasks, p.Task)
 			}
+			if err := comp.BadErr(); err != nil {
+				errs = append(errs, err) // check names every problem that does not load
+			}
 			continue
 		}
 		dir, err := problems.ResolveProblem(a, filepath.Join(scratch, fmt.Sprintf("lib%d", len(tasks))))

@@ -58,13 +58,13 @@ const (
 	SourceUpload  = "upload"  // an organiser's problem set
 )
 
-// What loading did to one leaderboard (LoadOutcome.Action).
+// What loading did to one leaderboard (LoadOutcome.Action): the API's words.
 const (
-	LoadCreated  = "created"
-	LoadUpdated  = "updated"  // the library's own, reloaded
-	LoadReplaced = "replaced" // an upload's, asked for with Replace
-	LoadKept     = "kept"     // left as it was: an upload replaced the library's
-	LoadRefused  = "refused"  // a name taken, Replace not given
+	LoadCreated  = api.LoadCreated
+	LoadUpdated  = api.LoadUpdated  // the library's own, reloaded
+	LoadReplaced = api.LoadReplaced // an upload's, asked for with Replace
+	LoadKept     = api.LoadKept     // left as it was: an upload replaced the library's
+	LoadRefused  = api.LoadRefused  // a name taken, Replace not given
 )
 
 // LoadOptions say how PutLeaderboards treats names already taken.
