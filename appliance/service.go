@@ -157,16 +157,13 @@ func (s *Service) Submit(ctx context.Context, u *store.User, req api.SubmitReque
 	if mode == problems.ModeTest {
 		category = api.CategoryTest
 	}
-	if err := s.checkLimits(ctx, lb, u, mode, category); err != nil {
-		return nil, err
-	}
 	findings, err := s.scan(u, lb, mode, req.Code)
 	if err != nil {
 		return nil, err
 	}
 	sub, err := s.store.CreateSubmission(ctx, store.NewSubmission{Leaderboard: lb, User: u, FileName: filepath.Base(req.FileName),
 		Code: req.Code, GPUType: gpu, Mode: string(mode), Category: category, Secret: mode == problems.ModeLeaderboard && t.NeedsTwin(), Findings: findings,
-		Jobs: runJobs(u.Name, category, gpus)})
+		Jobs: runJobs(u.Name, category, gpus), Limits: s.limits(lb, u, category)})
 	if err != nil {
 		return nil, err
 	}
@@ -240,24 +237,20 @@ func (s *Service) openLeaderboard(ctx context.Context, u *store.User, name strin
 	return lb, nil
 }
 
-// checkLimits holds u to the leaderboard's rate limit and the box's cap on
-// waiting jobs.
-func (s *Service) checkLimits(ctx context.Context, lb *store.Leaderboard, u *store.User, mode problems.Mode, category string) error {
-	if err := s.checkRate(ctx, lb, u, category); err != nil {
-		return err
+// limits are what u's submission to lb in category is held to, checked
+// where it is stored (store.Limits): the leaderboard's hourly rate limit,
+// else the box's, never for staff; the box's cap on waiting jobs for
+// everyone.
+func (s *Service) limits(lb *store.Leaderboard, u *store.User, category string) store.Limits {
+	l := store.Limits{MaxQueued: s.cfg.MaxQueuedPerUser, RateSince: s.now().Add(-time.Hour)}
+	if !u.Role.Staff() {
+		rate, ok := lb.RateLimits[category]
+		if !ok {
+			rate = s.cfg.RateLimits[category]
+		}
+		l.Rate = rate
 	}
-	runs := 1
-	if mode == problems.ModeLeaderboard {
-		runs = 2
-	}
-	load, err := s.queue.UserLoad(ctx, u.Name)
-	if err != nil {
-		return err
-	}
-	if load.Queued+runs > s.cfg.MaxQueuedPerUser {
-		return api.Errorf(api.CodeExhausted, "you have %d jobs waiting, and the cap is %d: wait for some to finish", load.Queued, s.cfg.MaxQueuedPerUser)
-	}
-	return nil
+	return l
 }
 
 // scan runs the scanner over a timed submission (test mode ranks nothing):
@@ -316,27 +309,6 @@ func (s *Service) pickGPU(lb *store.Leaderboard, flag string, directive []string
 		return "", api.Errorf(api.CodeUnavailable, "this box has no %s GPU (it has %s)", gpu, strings.Join(served, ", "))
 	}
 	return gpu, nil
-}
-
-func (s *Service) checkRate(ctx context.Context, lb *store.Leaderboard, u *store.User, category string) error {
-	if u.Role.Staff() {
-		return nil
-	}
-	limit, ok := lb.RateLimits[category]
-	if !ok {
-		limit = s.cfg.RateLimits[category]
-	}
-	if limit <= 0 {
-		return nil
-	}
-	n, err := s.store.CountSubmissions(ctx, lb.ID, u.ID, category, s.now().Add(-time.Hour))
-	if err != nil {
-		return err
-	}
-	if n >= limit {
-		return api.Errorf(api.CodeExhausted, "rate limit: %d %s submissions per hour to %s, and you have made %d in the last hour", limit, category, lb.Name, n)
-	}
-	return nil
 }
 
 // gangSize is how many GPUs of gpuType one run of the task takes at once:

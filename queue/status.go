@@ -14,11 +14,23 @@ type Load struct {
 	Running int // leased or running
 }
 
-// UserLoad counts the user's unfinished jobs; the appliance checks it
-// against its queued-job cap before it accepts a submission.
+// UserLoad counts the user's unfinished jobs.
 func (s *Store) UserLoad(ctx context.Context, user string) (Load, error) {
+	return userLoad(ctx, s.db, user)
+}
+
+// UserLoadTx counts them inside tx: the appliance checks its cap on
+// queued jobs in the transaction that enqueues a submission's, so two
+// submissions at once cannot both pass it.
+func (s *Store) UserLoadTx(ctx context.Context, tx *sql.Tx, user string) (Load, error) {
+	return userLoad(ctx, tx, user)
+}
+
+func userLoad(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, user string) (Load, error) {
 	var l Load
-	err := s.db.QueryRowContext(ctx, `SELECT
+	err := q.QueryRowContext(ctx, `SELECT
 			COALESCE(SUM(state = 'queued'), 0), COALESCE(SUM(state IN ('leased','running')), 0)
 		FROM jobs WHERE user = ? AND state IN ('queued','leased','running')`, user).Scan(&l.Queued, &l.Running)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,7 +19,13 @@ import (
 func newTestStore(t *testing.T) *Store {
 	t.Helper()
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
-	st, err := Open(t.Context(), filepath.Join(t.TempDir(), "kernelbox.db"), func() time.Time { now = now.Add(time.Second); return now })
+	var mu sync.Mutex // submissions may be stored at once (TestStore_LimitsHoldUnderConcurrency)
+	st, err := Open(t.Context(), filepath.Join(t.TempDir(), "kernelbox.db"), func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(time.Second)
+		return now
+	})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

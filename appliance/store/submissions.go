@@ -64,6 +64,22 @@ type NewSubmission struct {
 	// Jobs are the queue's jobs for the new runs, enqueued in the same
 	// transaction: an accepted submission always has its jobs.
 	Jobs JobsFunc
+	// Limits are checked in that transaction too.
+	Limits Limits
+}
+
+// Limits hold a submission to a rate and a cap. They are checked in the
+// transaction that stores it (which holds the write lock from its start),
+// so submissions sent at once cannot all pass them: checked before it,
+// a cap of 20 let 28 jobs in and 3 an hour let 4 through.
+type Limits struct {
+	// Rate, when positive, is how many submissions of the category to the
+	// leaderboard the user may have made since RateSince.
+	Rate      int
+	RateSince time.Time
+	// MaxQueued, when positive, caps the user's queued jobs, this
+	// submission's included.
+	MaxQueued int
 }
 
 // JobsFunc makes the queue jobs of a submission's runs, one a run.
@@ -89,7 +105,14 @@ func (s *Store) CreateSubmission(ctx context.Context, ns NewSubmission) (*Submis
 	if policies.Worst(ns.Findings) == policies.ScanFlag {
 		sub.Review = api.ReviewFlagged
 	}
+	runs := 1
+	if ns.Secret {
+		runs = 2
+	}
 	err := s.update(ctx, "store submission", func(tx *txn) error {
+		if err := s.checkLimits(ctx, tx, ns, runs); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO code (sha256, data, size) VALUES (?, ?, ?)`, sha, ns.Code, len(ns.Code)); err != nil {
 			return err
 		}
@@ -125,16 +148,31 @@ func (s *Store) CreateSubmission(ctx context.Context, ns NewSubmission) (*Submis
 	return sub, nil
 }
 
-// CountSubmissions counts a user's submissions to a leaderboard in one
-// category since a time: the rate limit's measure.
-func (s *Store) CountSubmissions(ctx context.Context, lbID, userID int64, category string, since time.Time) (int, error) {
-	var n int
-	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM submissions WHERE leaderboard_id = ? AND user_id = ? AND category = ? AND created_ms >= ?`,
-		lbID, userID, category, ms(since)).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("count submissions: %w", err)
+// checkLimits refuses ns when it would break its Limits, inside tx.
+func (s *Store) checkLimits(ctx context.Context, tx *txn, ns NewSubmission, runs int) error {
+	lim := ns.Limits
+	if lim.Rate > 0 {
+		var n int
+		err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM submissions WHERE leaderboard_id = ? AND user_id = ? AND category = ? AND created_ms >= ?`,
+			ns.Leaderboard.ID, ns.User.ID, ns.Category, ms(lim.RateSince)).Scan(&n)
+		if err != nil {
+			return fmt.Errorf("count submissions: %w", err)
+		}
+		if n >= lim.Rate {
+			return api.Errorf(api.CodeExhausted, "rate limit: %d %s submissions per hour to %s, and you have made %d in the last hour",
+				lim.Rate, ns.Category, ns.Leaderboard.Name, n)
+		}
 	}
-	return n, nil
+	if lim.MaxQueued > 0 {
+		load, err := s.queue.UserLoadTx(ctx, tx.Tx, ns.User.Name)
+		if err != nil {
+			return err
+		}
+		if load.Queued+runs > lim.MaxQueued {
+			return api.Errorf(api.CodeExhausted, "you have %d jobs waiting, and the cap is %d: wait for some to finish", load.Queued, lim.MaxQueued)
+		}
+	}
+	return nil
 }
 
 // EnqueueRuns enqueues the jobs of runs that have none (a data dir's
