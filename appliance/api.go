@@ -101,6 +101,13 @@ func (a *API) wrap(h handlerFunc, auth, staffOnly bool) http.Handler {
 				a.writeError(w, r, api.Errorf(api.CodeForbidden, "%s is a %s; this needs an organiser or admin", u.Name, u.Role))
 				return
 			}
+			// A ban holds on every front: a banned user still signs in, to
+			// read why and what it has, but neither acts nor uses a staff
+			// power (which would let a banned organiser lift its own ban).
+			if u.Banned && (staffOnly || r.Method != http.MethodGet) {
+				a.writeError(w, r, api.Errorf(api.CodeForbidden, "user %s is banned: it can read, not act; ask an organiser", u.Name))
+				return
+			}
 			r = r.WithContext(context.WithValue(r.Context(), userKey{}, u))
 		}
 		if err := h(w, r); err != nil {

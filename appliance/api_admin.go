@@ -35,7 +35,7 @@ func (a *API) adminBan(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, w, &req); err != nil {
 		return err
 	}
-	u, err := a.svc.SetBanned(r.Context(), r.PathValue("name"), req.Banned)
+	u, err := a.svc.SetBanned(r.Context(), userOf(r), r.PathValue("name"), req.Banned)
 	if err != nil {
 		return err
 	}

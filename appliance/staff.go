@@ -48,8 +48,20 @@ func (s *Service) AddUser(ctx context.Context, me *store.User, req api.AddUserRe
 	return api.Credentials{User: u.User, Token: token}, nil
 }
 
-// SetBanned bans a user from submitting, or lifts the ban.
-func (s *Service) SetBanned(ctx context.Context, name string, banned bool) (api.User, error) {
+// SetBanned bans a user, or lifts the ban. Nobody bans or unbans
+// themselves, and only an admin does so for organisers and admins: an
+// organiser must not lock the box's admins out.
+func (s *Service) SetBanned(ctx context.Context, me *store.User, name string, banned bool) (api.User, error) {
+	target, err := s.store.User(ctx, name)
+	if err != nil {
+		return api.User{}, err
+	}
+	if target.ID == me.ID {
+		return api.User{}, api.Errorf(api.CodeForbidden, "you cannot ban or unban yourself")
+	}
+	if target.Role != api.RoleContestant && me.Role != api.RoleAdmin {
+		return api.User{}, api.Errorf(api.CodeForbidden, "only an admin can ban or unban %s users", target.Role)
+	}
 	if err := s.store.SetBanned(ctx, name, banned); err != nil {
 		return api.User{}, err
 	}

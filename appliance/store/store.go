@@ -264,8 +264,9 @@ func (s *Store) Users(ctx context.Context) ([]User, error) {
 }
 
 // SetBanned bans or unbans a user. A banned user's token still
-// authenticates (so they are told why), but they cannot submit and their
-// entries leave the rankings.
+// authenticates (so they are told why), but they can only read: the API
+// refuses them every other request (appliance/api.go), and their entries
+// leave the rankings.
 func (s *Store) SetBanned(ctx context.Context, name string, banned bool) error {
 	return s.update(ctx, "ban "+name, func(tx *txn) error {
 		u, err := userByName(ctx, tx, name)
@@ -313,6 +314,9 @@ func (s *Store) update(ctx context.Context, op string, fn func(tx *txn) error) e
 func (s *Store) CreateInvite(ctx context.Context, inv api.Invite) (string, error) {
 	if inv.Role == "" {
 		inv.Role = api.RoleContestant
+	}
+	if _, err := api.ParseRole(string(inv.Role)); err != nil {
+		return "", fmt.Errorf("invite: %w", err)
 	}
 	if inv.Role == api.RoleAdmin {
 		return "", api.Errorf(api.CodeInvalid, "invites cannot make admins; use `kernelbox admin users add NAME --role admin`")
