@@ -206,7 +206,7 @@ func (a *API) join(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) leaderboards(w http.ResponseWriter, r *http.Request) error {
-	lbs, err := a.svc.Leaderboards(r.Context())
+	lbs, err := a.svc.Leaderboards(r.Context(), userOf(r))
 	if err != nil {
 		return err
 	}
@@ -214,7 +214,7 @@ func (a *API) leaderboards(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) leaderboard(w http.ResponseWriter, r *http.Request) error {
-	li, err := a.svc.Leaderboard(r.Context(), r.PathValue("name"))
+	li, err := a.svc.Leaderboard(r.Context(), userOf(r), r.PathValue("name"))
 	if err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ func (a *API) leaderboard(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) ranking(w http.ResponseWriter, r *http.Request) error {
-	rk, err := a.svc.Ranking(r.Context(), r.PathValue("name"), r.URL.Query().Get("gpu"))
+	rk, err := a.svc.Ranking(r.Context(), userOf(r), r.PathValue("name"), r.URL.Query().Get("gpu"))
 	if err != nil {
 		return err
 	}
@@ -230,7 +230,7 @@ func (a *API) ranking(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) template(w http.ResponseWriter, r *http.Request) error {
-	name, data, err := a.svc.Template(r.Context(), r.PathValue("name"), r.PathValue("key"))
+	name, data, err := a.svc.Template(r.Context(), userOf(r), r.PathValue("name"), r.PathValue("key"))
 	if err != nil {
 		return err
 	}

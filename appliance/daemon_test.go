@@ -425,6 +425,36 @@ func TestDaemon_Refusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("closed leaderboard", api.ExitRefused, "closed", ann, "submit", quickSolution("correct/double.py"))
+	// ... and shows a non-member nothing: not listed, no info, ranking or
+	// template; a member sees all of them (below).
+	annC, err := api.NewClient(td.server, ann)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sees := func() (listed bool, errs []error) {
+		lbs, err := annC.Leaderboards(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, lb := range lbs {
+			listed = listed || lb.Name == "quick"
+		}
+		_, err = annC.Leaderboard(ctx, "quick")
+		errs = append(errs, err)
+		_, err = annC.Ranking(ctx, "quick", "")
+		errs = append(errs, err)
+		errs = append(errs, annC.Template(ctx, "quick", "Python", io.Discard))
+		return listed, errs
+	}
+	listed, errs := sees()
+	if listed {
+		t.Error("a closed leaderboard is listed to a non-member")
+	}
+	for i, err := range errs {
+		if api.ErrorCode(err) != api.CodeForbidden {
+			t.Errorf("a non-member's read %d of a closed leaderboard (info, ranking, template) = %v, want forbidden", i, err)
+		}
+	}
 	inv, err := td.admin.CreateInvite(ctx, api.Invite{Leaderboards: []string{"quick"}, Uses: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -434,6 +464,9 @@ func TestDaemon_Refusals(t *testing.T) {
 	}
 	if _, errOut, code := td.cli(ann, "submit", quickSolution("correct/double.py"), "--no-wait"); code != 0 {
 		t.Errorf("submission after joining the closed leaderboard: exit %d: %s", code, errOut)
+	}
+	if listed, errs := sees(); !listed || errors.Join(errs...) != nil {
+		t.Errorf("a member of the closed leaderboard: listed %v, reads %v; want all of it", listed, errs)
 	}
 	// register with the same invite makes a member at once.
 	out, errOut, code := runCLI(t, "register", "--server", td.server, "--invite", inv.Invite, "--name", "bea",

@@ -36,26 +36,60 @@ func (s *Service) Join(ctx context.Context, u *store.User, invite string) (api.J
 	return api.Joined{Leaderboards: names}, err
 }
 
-// Leaderboards lists every leaderboard with what this box makes of it.
-func (s *Service) Leaderboards(ctx context.Context) ([]api.LeaderboardInfo, error) {
+// Leaderboards lists the leaderboards u may see (a closed one only to its
+// members and staff) with what this box makes of each.
+func (s *Service) Leaderboards(ctx context.Context, u *store.User) ([]api.LeaderboardInfo, error) {
 	lbs, err := s.store.Leaderboards(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := []api.LeaderboardInfo{}
 	for _, lb := range lbs {
+		if err := s.mayRead(ctx, u, lb); api.ErrorCode(err) == api.CodeForbidden {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
 		out = append(out, s.info(lb))
 	}
 	return out, nil
 }
 
 // Leaderboard is one leaderboard with what this box makes of it.
-func (s *Service) Leaderboard(ctx context.Context, name string) (api.LeaderboardInfo, error) {
-	lb, err := s.store.Leaderboard(ctx, name)
+func (s *Service) Leaderboard(ctx context.Context, u *store.User, name string) (api.LeaderboardInfo, error) {
+	lb, err := s.readLeaderboard(ctx, u, name)
 	if err != nil {
 		return api.LeaderboardInfo{}, err
 	}
 	return s.info(lb), nil
+}
+
+// readLeaderboard finds a leaderboard u may read.
+func (s *Service) readLeaderboard(ctx context.Context, u *store.User, name string) (*store.Leaderboard, error) {
+	lb, err := s.store.Leaderboard(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.mayRead(ctx, u, lb); err != nil {
+		return nil, err
+	}
+	return lb, nil
+}
+
+// mayRead says whether u may see lb at all: a closed leaderboard's
+// problem, templates and ranking are its members' and staff's alone.
+func (s *Service) mayRead(ctx context.Context, u *store.User, lb *store.Leaderboard) error {
+	if lb.Visibility != api.VisibilityClosed || u.Role.Staff() {
+		return nil
+	}
+	ok, err := s.store.IsMember(ctx, lb.ID, u.ID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return api.Errorf(api.CodeForbidden, "leaderboard %s is closed: it is open to invited users only (`kernelbox join CODE`)", lb.Name)
+	}
+	return nil
 }
 
 // ChangeLeaderboard applies an organiser's edit.
@@ -89,8 +123,8 @@ func (s *Service) info(lb *store.Leaderboard) api.LeaderboardInfo {
 
 // Ranking is a leaderboard's ranking on gpu, or on each of its GPU types
 // when gpu is empty.
-func (s *Service) Ranking(ctx context.Context, name, gpu string) (api.Ranking, error) {
-	lb, err := s.store.Leaderboard(ctx, name)
+func (s *Service) Ranking(ctx context.Context, u *store.User, name, gpu string) (api.Ranking, error) {
+	lb, err := s.readLeaderboard(ctx, u, name)
 	if err != nil {
 		return api.Ranking{}, err
 	}
@@ -188,8 +222,8 @@ func (s *Service) EventsPage(ctx context.Context, id, after int64) (api.EventsPa
 }
 
 // Template is one of a leaderboard's templates: its file name and text.
-func (s *Service) Template(ctx context.Context, leaderboard, key string) (string, []byte, error) {
-	lb, err := s.store.Leaderboard(ctx, leaderboard)
+func (s *Service) Template(ctx context.Context, u *store.User, leaderboard, key string) (string, []byte, error) {
+	lb, err := s.readLeaderboard(ctx, u, leaderboard)
 	if err != nil {
 		return "", nil, err
 	}

@@ -215,21 +215,9 @@ func (s *Service) checkFile(req api.SubmitRequest) (problems.Directives, problem
 // openLeaderboard finds the leaderboard and checks that u may submit to
 // it: a member of a closed one, before its deadline (staff always).
 func (s *Service) openLeaderboard(ctx context.Context, u *store.User, name string) (*store.Leaderboard, error) {
-	lb, err := s.store.Leaderboard(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	if u.Role.Staff() {
-		return lb, nil
-	}
-	if lb.Visibility == api.VisibilityClosed {
-		ok, err := s.store.IsMember(ctx, lb.ID, u.ID)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, api.Errorf(api.CodeForbidden, "leaderboard %s is closed: it takes submissions from invited users only (`kernelbox join CODE`)", lb.Name)
-		}
+	lb, err := s.readLeaderboard(ctx, u, name)
+	if err != nil || u.Role.Staff() {
+		return lb, err
 	}
 	if lb.Ended(s.now()) {
 		return nil, api.Errorf(api.CodeForbidden, "leaderboard %s closed at its deadline, %s", lb.Name, lb.Deadline.Format(time.RFC3339))
