@@ -41,6 +41,8 @@ type runStore interface {
 	FinishRun(ctx context.Context, runID int64, lease string, res store.RunResult) (*store.Submission, error)
 	AppendEvent(ctx context.Context, subID int64, data api.Payload) error
 	DeletedSubmission(ctx context.Context, subID int64) (bool, error)
+	Drains(ctx context.Context) (map[string]string, error)
+	SetDrain(ctx context.Context, slot, why string) error
 }
 
 // gpuMonitor is what the runner reads of a GPU: gpu.Monitor over NVML or

@@ -453,3 +453,49 @@ func TestDaemon_StopLeavesNoGoroutines(t *testing.T) {
 	td.stop()
 	td.admin.Close()
 }
+
+// TestDaemon_DrainSurvivesRestart: a GPU an operator drained stays
+// drained, with the reason given, after the daemon restarts, until it is
+// undrained (issue 18: a manual drain was forgotten at restart).
+func TestDaemon_DrainSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cpu2 := func(c *Config) { c.CPUSlots = 2 }
+	td := startDaemon(t, dir, cpu2)
+	ctx := t.Context()
+	st, err := td.admin.GPUs(ctx)
+	if err != nil || len(st.Slots) != 2 {
+		t.Fatalf("GPUs = %+v, %v; want 2 slots", st, err)
+	}
+	slot := st.Slots[1].ID
+	if _, err := td.admin.Drain(ctx, slot, "fan noise, look at it"); err != nil {
+		t.Fatal(err)
+	}
+	state := func(td *testDaemon) api.SlotState {
+		t.Helper()
+		st, err := td.admin.GPUs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range st.Slots {
+			if s.ID == slot {
+				return s
+			}
+		}
+		t.Fatalf("no slot %s after the restart: %+v", slot, st.Slots)
+		return api.SlotState{}
+	}
+	td.stop()
+	td = startDaemon(t, dir, cpu2)
+	if s := state(td); s.State != "drained" || s.Drained != "fan noise, look at it" {
+		t.Errorf("after a restart: %s %q, want drained with the operator's reason", s.State, s.Drained)
+	}
+	if _, err := td.admin.Undrain(ctx, slot); err != nil {
+		t.Fatal(err)
+	}
+	td.stop()
+	td = startDaemon(t, dir, cpu2)
+	if s := state(td); s.State != "idle" {
+		t.Errorf("after undrain and a restart: %s %q, want idle", s.State, s.Drained)
+	}
+}

@@ -173,6 +173,9 @@ func (r *runner) Start(ctx context.Context) error {
 	if err := os.MkdirAll(r.workRoot, 0o700); err != nil {
 		return fmt.Errorf("start runner: %w", err)
 	}
+	if err := r.restoreDrains(ctx); err != nil {
+		return fmt.Errorf("start runner: %w", err)
+	}
 	var types []string
 	byType := map[string][]Slot{}
 	for _, s := range r.slots {
@@ -261,12 +264,40 @@ func (r *runner) checkHealth(log *slog.Logger, slot Slot, job int64) {
 		why := fmt.Sprintf("unhealthy after job %d: %s", job, strings.Join(problems, "; "))
 		r.drained.Store(slot.ID, why)
 		log.Error("GPU drained", "why", why)
+		if err := r.store.SetDrain(context.WithoutCancel(r.hard), slot.ID, why); err != nil {
+			log.Error("record the drain: a restart would put the GPU back in service", "err", err)
+		}
 	}
 }
 
-// drain stops a slot from taking jobs; undrain lets it again.
+// restoreDrains takes the slots drained before the last stop out of
+// service again; a recorded slot this box no longer has is only logged.
+func (r *runner) restoreDrains(ctx context.Context) error {
+	drains, err := r.store.Drains(ctx)
+	if err != nil {
+		return err
+	}
+	for id, why := range drains {
+		if r.hasSlot(id) != nil {
+			r.log.Warn("a drained GPU is not on this box now", logSlot, id, "why", why)
+			continue
+		}
+		r.drained.Store(id, why)
+		r.log.Warn("GPU still drained (kernelbox admin gpu undrain puts it back)", logSlot, id, "why", why)
+	}
+	return nil
+}
+
+// drain stops a slot from taking jobs; undrain lets it again. Both are
+// recorded first, so a restart keeps what the operator decided.
 func (r *runner) drain(id, why string) error {
 	if err := r.hasSlot(id); err != nil {
+		return err
+	}
+	if why == "" {
+		why = "drained by an operator"
+	}
+	if err := r.store.SetDrain(r.hard, id, why); err != nil {
 		return err
 	}
 	r.drained.Store(id, why)
@@ -276,6 +307,9 @@ func (r *runner) drain(id, why string) error {
 
 func (r *runner) undrain(id string) error {
 	if err := r.hasSlot(id); err != nil {
+		return err
+	}
+	if err := r.store.SetDrain(r.hard, id, ""); err != nil {
 		return err
 	}
 	r.drained.Delete(id)
