@@ -87,6 +87,17 @@ func (r *runner) takeRun(log *slog.Logger, g gang, l *queue.Lease) (jobPayload, 
 		return p, nil, false
 	}
 	rc, err := r.store.LoadRun(ctx, p.Run)
+	if errors.Is(err, store.ErrDamaged) {
+		// No attempt will read it better: the run fails now, as the box's
+		// fault, and the operator is told.
+		log.Error("the run's stored code is damaged: failing it", "err", err)
+		res := store.RunResult{Status: store.RunError, Reason: "the box's stored copy of this code is damaged; submit it again"}
+		if _, err := r.store.FinishRun(context.WithoutCancel(ctx), p.Run, l.Token, res); err != nil {
+			log.Warn("store failed run", "err", err)
+		}
+		r.finishJob(log, l, queue.Failed, 0, "stored code damaged")
+		return p, nil, false
+	}
 	if err != nil {
 		r.retry(log, l, p, err)
 		return p, nil, false

@@ -1,6 +1,7 @@
 package appliance
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -146,5 +147,60 @@ func removeDB(t *testing.T, db string) {
 		if err := os.Remove(db + suffix); err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestRunner_DamagedCode: code whose stored bytes no longer hash to its
+// name (a damaged page, a hand edit of the database) is never run or
+// shown as the contestant's: its run fails at once as the box's fault.
+func TestRunner_DamagedCode(t *testing.T) {
+	t.Parallel()
+	b := newRunnerBundle(t)
+	ctx := t.Context()
+	lb, err := b.st.Leaderboard(ctx, "quick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, err := os.ReadFile(quickSolution("correct/double.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := b.st.CreateSubmission(ctx, store.NewSubmission{Leaderboard: lb, User: b.user, FileName: "s.py", Code: code,
+		GPUType: "cpu", Mode: "test", Category: api.CategoryTest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another connection to the same file, as an editor would have.
+	db, err := queue.OpenDB(ctx, filepath.Join(b.svc.cfg.DataDir, "kernelbox.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `UPDATE code SET data = ? WHERE sha256 = ?`, []byte("import os\nos.system('x')\n"), sub.SHA256); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.st.Code(ctx, sub.SHA256); !errors.Is(err, store.ErrDamaged) {
+		t.Errorf("Code of a damaged row = %v, want ErrDamaged", err)
+	}
+	jobs, err := b.st.Queue().Enqueue(ctx, queue.NewJob{User: "ann", GPUType: "cpu",
+		Payload: fmt.Appendf(nil, `{"run":%d,"submission":%d}`, sub.Runs[0].ID, sub.ID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.svc.wake.Fire()
+	var j *queue.Job
+	waitFor(t, 20*time.Second, func() bool {
+		j, err = b.st.Queue().Get(ctx, jobs[0])
+		return err == nil && j.State != queue.Queued && j.State != queue.Leased && j.State != queue.Running
+	})
+	if j.State != queue.Failed || j.Attempts != 1 {
+		t.Errorf("job: %s after %d attempts (%q); want failed at the first", j.State, j.Attempts, j.Error)
+	}
+	got, err := b.st.Submission(ctx, sub.ID)
+	if err != nil || got.Passed || len(got.Runs) != 1 || !strings.Contains(got.Runs[0].Reason, "damaged") {
+		t.Errorf("submission = %+v, %v; want its run failed as damaged", got, err)
+	}
+	if len(b.fake.Specs()) != 0 {
+		t.Errorf("the sandbox ran %d specs; want none", len(b.fake.Specs()))
 	}
 }

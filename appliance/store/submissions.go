@@ -394,7 +394,13 @@ func (s *Store) Submissions(ctx context.Context, f SubmissionFilter) ([]*Submiss
 	return out, rows.Err()
 }
 
-// Code returns stored code by its hash.
+// ErrDamaged is stored data that no longer is what was stored: code
+// whose bytes do not hash to the name it is kept under.
+var ErrDamaged = errors.New("stored data is damaged")
+
+// Code returns stored code by its hash, which it checks: a contestant's
+// code changed in the database (a damaged page, a hand edit) must never
+// be run, or shown, as theirs.
 func (s *Store) Code(ctx context.Context, sha string) ([]byte, error) {
 	var data []byte
 	err := s.db.QueryRowContext(ctx, `SELECT data FROM code WHERE sha256 = ?`, sha).Scan(&data)
@@ -403,6 +409,9 @@ func (s *Store) Code(ctx context.Context, sha string) ([]byte, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get code %s: %w", sha, err)
+	}
+	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != sha {
+		return nil, fmt.Errorf("code %s: %w: its %d bytes hash to %x", sha, ErrDamaged, len(data), sum[:8])
 	}
 	return data, nil
 }
