@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -135,6 +136,10 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.As(err, &mbe) {
 		code, msg = api.CodeTooLarge, fmt.Sprintf("the request body is over the %d-byte limit", mbe.Limit)
 	}
+	if code == api.CodeInternal && diskFull(err) {
+		a.log.Error("the disk is full", "method", r.Method, "path", r.URL.Path, "err", err)
+		code, msg = api.CodeStorageFull, errDiskFull().Error()
+	}
 	if code == api.CodeInternal {
 		a.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		msg = "internal error; the server's log has the details"
@@ -164,8 +169,12 @@ func pathID(r *http.Request) (int64, error) {
 }
 
 func (a *API) health(w http.ResponseWriter, r *http.Request) error {
-	h := api.Health{Status: "ok", Version: a.svc.cfg.Version, GPUs: map[string]int{}, Reasons: a.svc.health}
-	if len(a.svc.health) > 0 {
+	// Clipped: the appends below must not write into the service's slice.
+	h := api.Health{Status: "ok", Version: a.svc.cfg.Version, GPUs: map[string]int{}, Reasons: slices.Clip(a.svc.health)}
+	if disk := a.svc.diskProblem(); disk != "" {
+		h.Reasons = append(h.Reasons, disk)
+	}
+	if len(h.Reasons) > 0 {
 		h.Status = "degraded"
 	}
 	if a.svc.draining.Load() {

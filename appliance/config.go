@@ -120,6 +120,10 @@ type Config struct {
 	// again; after each run the least recently used entries go until it
 	// fits. 0 gives runs no persistent cache at all.
 	CacheBudget policies.ByteSize `yaml:"cache_budget"`
+	// MinFreeDisk is the free space the data directory's filesystem must
+	// keep: below it the box refuses submissions (507) and health says
+	// why, before SQLite or a run's files find the disk full.
+	MinFreeDisk policies.ByteSize `yaml:"min_free_disk"`
 }
 
 // ProfilerConfig sets up profile mode on NVIDIA GPUs.
@@ -300,6 +304,7 @@ func DefaultConfig() Config {
 			SampleEvery: 100 * time.Millisecond, HealthWait: 30 * time.Second},
 		Profiler:          ProfilerConfig{MaxKernels: 10, MaxReport: 256 << 20},
 		CacheBudget:       2 << 30,
+		MinFreeDisk:       256 << 20,
 		CPUSlots:          1,
 		Sandbox:           true,
 		Library:           true,
@@ -360,6 +365,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Profiler.MaxReport < 1<<20 {
 		bad("profiler.max_report", "want a size of at least 1M, like 256M, got %s", c.Profiler.MaxReport)
+	}
+	if c.MinFreeDisk < 0 {
+		bad("min_free_disk", "want a size, like 256M, or 0 for no check, got %s", c.MinFreeDisk)
 	}
 	if n := c.CacheBudget; n < 0 || (n > 0 && n < 1<<20) {
 		bad("cache_budget", "want 0 (no compile cache) or a size of at least 1M, like 2G, got %s", n)

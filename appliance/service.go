@@ -186,6 +186,10 @@ func (s *Service) acceptsFrom(u *store.User) error {
 	case u.Banned:
 		return api.Errorf(api.CodeForbidden, "user %s is banned from submitting", u.Name)
 	}
+	if disk := s.diskProblem(); disk != "" {
+		s.log.Error("submission refused: the disk is nearly full", "why", disk)
+		return api.Errorf(api.CodeStorageFull, "the box cannot store submissions now: %s", disk)
+	}
 	return nil
 }
 

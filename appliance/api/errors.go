@@ -21,6 +21,7 @@ const (
 	CodeTooLarge     Code = "too_large"          // a body over the size limit
 	CodeExhausted    Code = "resource_exhausted" // a rate limit or queue cap
 	CodeUnavailable  Code = "unavailable"        // the box cannot take work now (no runner for that GPU, shutting down)
+	CodeStorageFull  Code = "storage_full"       // the box's disk is full: nothing can be stored until an operator frees space
 	CodeInternal     Code = "internal"           // anything else; the details stay in the server's log
 )
 
@@ -70,6 +71,8 @@ func HTTPStatus(c Code) int {
 		return http.StatusTooManyRequests
 	case CodeUnavailable:
 		return http.StatusServiceUnavailable
+	case CodeStorageFull:
+		return http.StatusInsufficientStorage
 	}
 	return http.StatusInternalServerError
 }
