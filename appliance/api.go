@@ -174,6 +174,7 @@ func (a *API) health(w http.ResponseWriter, r *http.Request) error {
 	if disk := a.svc.diskProblem(); disk != "" {
 		h.Reasons = append(h.Reasons, disk)
 	}
+	h.Reasons = append(h.Reasons, a.svc.problemTrouble(r.Context())...)
 	if len(h.Reasons) > 0 {
 		h.Status = "degraded"
 	}

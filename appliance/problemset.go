@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -68,6 +69,10 @@ func (s *Service) loadProblemSet(ctx context.Context, root, file, name string, o
 func (s *Service) putProblems(ctx context.Context, entries []problems.CompetitionProblem, opt store.LoadOptions) ([]api.LoadedProblem, error) {
 	specs := make([]store.LeaderboardSpec, len(entries))
 	for i, p := range entries {
+		sha, err := p.Task.Fingerprint()
+		if err != nil {
+			return nil, api.Errorf(api.CodeInvalid, "%v", err)
+		}
 		gpus := p.GPUs
 		if len(gpus) == 0 {
 			gpus = p.Task.GPUs
@@ -79,7 +84,8 @@ func (s *Service) putProblems(ctx context.Context, entries []problems.Competitio
 			gpus = []string{"cpu"}
 		}
 		specs[i] = store.LeaderboardSpec{Name: p.Name, Description: p.Task.Description,
-			Lang: string(p.Task.Lang), RankingBy: string(p.Task.RankingBy), Deadline: p.Deadline, GPUs: gpus, ProblemDir: p.Task.Dir}
+			Lang: string(p.Task.Lang), RankingBy: string(p.Task.RankingBy), Deadline: p.Deadline, GPUs: gpus,
+			ProblemDir: s.storedDir(p.Task.Dir), ProblemSHA: sha}
 	}
 	outcomes, err := s.store.PutLeaderboards(ctx, specs, opt)
 	if err != nil {
@@ -107,6 +113,65 @@ func (s *Service) putProblems(ctx context.Context, entries []problems.Competitio
 	}
 	return out, nil
 }
+
+// storedDir is how a problem directory is kept: relative to the data
+// directory when inside it, so a data directory copied or restored
+// elsewhere is whole; absolute otherwise.
+func (s *Service) storedDir(dir string) string {
+	if rel, err := filepath.Rel(s.cfg.DataDir, dir); err == nil && filepath.IsLocal(rel) {
+		return filepath.ToSlash(rel)
+	}
+	return dir
+}
+
+// problemDir is where a leaderboard's problem lies now.
+func (s *Service) problemDir(lb *store.Leaderboard) string {
+	if filepath.IsAbs(lb.ProblemDir) {
+		return lb.ProblemDir
+	}
+	return filepath.Join(s.cfg.DataDir, filepath.FromSlash(lb.ProblemDir))
+}
+
+// runTask is a leaderboard's task for a run, its files checked against
+// the fingerprint recorded when it was loaded: a problem file changed on
+// disk since (an edited eval.py would give contestants wrong verdicts)
+// fails the run as the box's fault instead of being trusted.
+func (s *Service) runTask(lb *store.Leaderboard) (*problems.Task, error) {
+	t, err := s.task(lb)
+	if err != nil {
+		return nil, err
+	}
+	if lb.ProblemSHA == "" {
+		return t, nil // loaded before fingerprints were kept; its next load records one
+	}
+	sha, err := t.Fingerprint()
+	if err != nil {
+		return nil, fmt.Errorf("leaderboard %s: %w", lb.Name, err)
+	}
+	if sha != lb.ProblemSHA {
+		return nil, fmt.Errorf("leaderboard %s: %w: its files (in %s) changed since they were loaded; load the problem again", lb.Name, errProblemChanged, lb.ProblemDir)
+	}
+	return t, nil
+}
+
+// problemTrouble names the leaderboards whose problem directory is gone
+// (every run of theirs would fail): for health.
+func (s *Service) problemTrouble(ctx context.Context) []string {
+	lbs, err := s.store.Leaderboards(ctx)
+	if err != nil {
+		return []string{fmt.Sprintf("cannot list the leaderboards: %v", err)}
+	}
+	var out []string
+	for _, lb := range lbs {
+		if _, err := os.Stat(filepath.Join(s.problemDir(lb), "task.yml")); err != nil {
+			out = append(out, fmt.Sprintf("leaderboard %s: its problem is missing (%s): load it again", lb.Name, lb.ProblemDir))
+		}
+	}
+	return out
+}
+
+// errProblemChanged is a problem whose files no longer match their load.
+var errProblemChanged = errors.New("problem files changed")
 
 // insideRoot refuses a problem whose directory or files lie outside the
 // uploaded tree: an organiser's problem set must not copy the host's files

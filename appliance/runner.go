@@ -88,7 +88,7 @@ var _ slotBoard = board{}
 // the launcher and interpreter given. The GPU monitor, the profiler and
 // the driver's name are the daemon's to add.
 func newRunner(cfg Config, svc *Service, slots []Slot, launch launcherFunc, it *problems.Interpreter, log *slog.Logger) *runner {
-	return &runner{queue: svc.queue, store: svc.store, wake: svc.wake, tasks: svc.task, reconcile: svc.reconcile,
+	return &runner{queue: svc.queue, store: svc.store, wake: svc.wake, tasks: svc.runTask, reconcile: svc.reconcile,
 		cfg: runnerConfig{Boot: svc.boot, LeaseTTL: cfg.LeaseTTL, MaxRunningPerUser: cfg.MaxRunningPerUser,
 			BackfillLimit: cfg.BackfillLimit, AgePerSecond: cfg.AgePerSecond, Version: cfg.Version, WarmStart: cfg.WarmStart,
 			Standby: cfg.Standby, ProfilesDir: profilesDir(cfg.DataDir)},

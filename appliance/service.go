@@ -96,14 +96,15 @@ func newService(cfg Config, st *store.Store, q *queue.Store, log *slog.Logger, n
 func (s *Service) task(lb *store.Leaderboard) (*problems.Task, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if t, ok := s.tasks[lb.ProblemDir]; ok {
+	dir := s.problemDir(lb)
+	if t, ok := s.tasks[dir]; ok {
 		return t, nil
 	}
-	t, err := problems.LoadTask(lb.ProblemDir)
+	t, err := problems.LoadTask(dir)
 	if err != nil {
 		return nil, fmt.Errorf("leaderboard %s: %w", lb.Name, err)
 	}
-	s.tasks[lb.ProblemDir] = t
+	s.tasks[dir] = t
 	return t, nil
 }
 

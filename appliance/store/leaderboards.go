@@ -21,8 +21,12 @@ import (
 // embedded api.Leaderboard.
 type Leaderboard struct {
 	api.Leaderboard
-	ID         int64  `json:"-"`
+	ID int64 `json:"-"`
+	// ProblemDir is relative to the data directory when it lies inside it
+	// (a copied or restored data directory stays whole), else absolute.
 	ProblemDir string `json:"-"`
+	// ProblemSHA is the problem's fingerprint when it was loaded, or "".
+	ProblemSHA string `json:"-"`
 	SecretSeed int64  `json:"-"`
 }
 
@@ -50,6 +54,7 @@ type LeaderboardSpec struct {
 	Deadline    time.Time
 	GPUs        []string
 	ProblemDir  string
+	ProblemSHA  string
 }
 
 // Where a leaderboard came from (LeaderboardOptions.Source).
@@ -142,9 +147,9 @@ func (s *Store) putLeaderboard(ctx context.Context, tx *txn, spec LeaderboardSpe
 		}
 		// A positive 31-bit seed: the harness adds it to each case's seed.
 		seed := int64(binary.LittleEndian.Uint32(seedBytes[:]) >> 1)
-		err = tx.QueryRowContext(ctx, `INSERT INTO leaderboards (name, problem_dir, description, lang, ranking_by, deadline_ms, secret_seed, created_ms, updated_ms, source)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-			spec.Name, spec.ProblemDir, spec.Description, spec.Lang, spec.RankingBy, nullMS(spec.Deadline), seed, now, now, opt.Source).Scan(&id)
+		err = tx.QueryRowContext(ctx, `INSERT INTO leaderboards (name, problem_dir, problem_sha, description, lang, ranking_by, deadline_ms, secret_seed, created_ms, updated_ms, source)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			spec.Name, spec.ProblemDir, spec.ProblemSHA, spec.Description, spec.Lang, spec.RankingBy, nullMS(spec.Deadline), seed, now, now, opt.Source).Scan(&id)
 		if err != nil {
 			return o, err
 		}
@@ -162,8 +167,8 @@ func (s *Store) putLeaderboard(ctx context.Context, tx *txn, spec LeaderboardSpe
 			o.Action = LoadReplaced
 		}
 		o.Kept = editedFields(edited)
-		q := `UPDATE leaderboards SET problem_dir = ?, description = ?, lang = ?, ranking_by = ?, source = ?, updated_ms = ?`
-		args := []any{spec.ProblemDir, spec.Description, spec.Lang, spec.RankingBy, opt.Source, now}
+		q := `UPDATE leaderboards SET problem_dir = ?, problem_sha = ?, description = ?, lang = ?, ranking_by = ?, source = ?, updated_ms = ?`
+		args := []any{spec.ProblemDir, spec.ProblemSHA, spec.Description, spec.Lang, spec.RankingBy, opt.Source, now}
 		if !slices.Contains(o.Kept, editedDeadline) {
 			q += `, deadline_ms = ?`
 			args = append(args, nullMS(spec.Deadline))
@@ -226,13 +231,13 @@ func sourceName(source string) string {
 	return "an uploaded problem set"
 }
 
-const leaderboardColumns = `id, name, problem_dir, description, lang, ranking_by, deadline_ms, visibility, secret_seed, created_ms, updated_ms`
+const leaderboardColumns = `id, name, problem_dir, problem_sha, description, lang, ranking_by, deadline_ms, visibility, secret_seed, created_ms, updated_ms`
 
 func scanLeaderboard(row interface{ Scan(...any) error }) (*Leaderboard, error) {
 	var l Leaderboard
 	var deadline sql.NullInt64
 	var created, updated int64
-	if err := row.Scan(&l.ID, &l.Name, &l.ProblemDir, &l.Description, &l.Lang, &l.RankingBy, &deadline, &l.Visibility,
+	if err := row.Scan(&l.ID, &l.Name, &l.ProblemDir, &l.ProblemSHA, &l.Description, &l.Lang, &l.RankingBy, &deadline, &l.Visibility,
 		&l.SecretSeed, &created, &updated); err != nil {
 		return nil, err
 	}
