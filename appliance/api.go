@@ -157,6 +157,11 @@ func decodeJSON(r *http.Request, w http.ResponseWriter, v any) error {
 		}
 		return api.Errorf(api.CodeInvalid, "the request body is not the JSON this endpoint takes: %v", err)
 	}
+	// One document: anything after it is a client's mistake (two bodies
+	// glued together, a truncated edit), never silently dropped.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return api.Errorf(api.CodeInvalid, "the request body has more after its JSON document")
+	}
 	return nil
 }
 

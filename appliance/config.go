@@ -104,6 +104,10 @@ type Config struct {
 	MaxUploadBytes int64 `yaml:"max_upload_bytes"`
 	// MaxProblemBytes caps an uploaded problem set (compressed).
 	MaxProblemBytes int64 `yaml:"max_problem_bytes"`
+	// MaxConnections caps the open connections of each listener: past it,
+	// new ones wait to be accepted, so a crowd of slow or idle clients
+	// cannot take the daemon's descriptors and memory.
+	MaxConnections int `yaml:"max_connections"`
 	// CgroupParent is the cgroup every sandbox's cgroup is made under.
 	CgroupParent string `yaml:"cgroup_parent"`
 	// Budget bounds all sandboxes together (the parent cgroup), so the
@@ -319,6 +323,7 @@ func DefaultConfig() Config {
 		RateLimits:        map[string]int{api.CategoryTest: 120, api.CategoryRanked: 30},
 		MaxUploadBytes:    problems.MaxSubmissionBytes,
 		MaxProblemBytes:   64 << 20,
+		MaxConnections:    1024,
 		CgroupParent:      "kernelbox",
 	}
 }
@@ -365,6 +370,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Profiler.MaxReport < 1<<20 {
 		bad("profiler.max_report", "want a size of at least 1M, like 256M, got %s", c.Profiler.MaxReport)
+	}
+	if c.MaxConnections < 16 {
+		bad("max_connections", "want at least 16, got %d", c.MaxConnections)
 	}
 	if c.MinFreeDisk < 0 {
 		bad("min_free_disk", "want a size, like 256M, or 0 for no check, got %s", c.MinFreeDisk)

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"kernelbox/appliance/api"
 	"kernelbox/appliance/store"
 	"kernelbox/gpu"
@@ -237,6 +239,7 @@ func (d *Daemon) listen() error {
 		lns = append(lns, ln)
 	}
 	for _, ln := range lns {
+		ln = netutil.LimitListener(ln, d.cfg.MaxConnections)
 		// No WriteTimeout: a long-poll answers within 30 s by itself. The
 		// read timeout bounds a slow upload (a problem set of 64 MiB).
 		srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 5 * time.Minute,

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"kernelbox/appliance/api"
@@ -151,6 +152,9 @@ func (s *Service) Submit(ctx context.Context, u *store.User, req api.SubmitReque
 	if req.FileName == "" {
 		req.FileName = "submission" + filepath.Ext(want)
 	}
+	if err := checkFileName(req.FileName); err != nil {
+		return nil, err
+	}
 	if filepath.Ext(req.FileName) != filepath.Ext(want) {
 		return nil, api.Errorf(api.CodeInvalid, "leaderboard %s takes a %s file, got %s", lb.Name, filepath.Ext(want), req.FileName)
 	}
@@ -175,6 +179,27 @@ func (s *Service) Submit(ctx context.Context, u *store.User, req api.SubmitReque
 	s.wake.Fire()
 	s.log.Info("submission accepted", logSubmission, sub.ID, logUser, u.Name, "leaderboard", lb.Name, "gpu", gpu, "mode", mode)
 	return sub, nil
+}
+
+// maxFileName bounds a submission's file name (a file system's own limit).
+const maxFileName = 255
+
+// checkFileName refuses a file name that no file could have: one that is
+// too long, or holds a NUL or another control character (the name is
+// shown in listings and logs, and written into the run's directory).
+func checkFileName(name string) error {
+	if len(name) > maxFileName {
+		return api.Errorf(api.CodeInvalid, "the file name is %d bytes long; at most %d", len(name), maxFileName)
+	}
+	if !utf8.ValidString(name) {
+		return api.Errorf(api.CodeInvalid, "the file name is not UTF-8")
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) {
+			return api.Errorf(api.CodeInvalid, "the file name holds the control character %U", r)
+		}
+	}
+	return nil
 }
 
 // acceptsFrom says whether the box takes submissions now, and from u.

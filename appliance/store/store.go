@@ -142,7 +142,17 @@ func (s *Store) CreateUser(ctx context.Context, name string, role api.Role) (*Us
 
 func createUser(ctx context.Context, tx *txn, now time.Time, name string, role api.Role) (*User, string, error) {
 	u := &User{User: api.User{Name: name, Role: role, Created: now.UTC()}}
-	err := tx.QueryRowContext(ctx, `INSERT INTO users (name, role, created_ms) VALUES (?, ?, ?) RETURNING id`,
+	// Names differ by more than case: "Ann" beside "ann" would pass for
+	// her in every listing and ranking.
+	var taken string
+	err := tx.QueryRowContext(ctx, `SELECT name FROM users WHERE name = ? COLLATE NOCASE`, name).Scan(&taken)
+	if err == nil {
+		return nil, "", api.Errorf(api.CodeConflict, "user %s already exists (names differ by more than case)", taken)
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, "", fmt.Errorf("create user %s: %w", name, err)
+	}
+	err = tx.QueryRowContext(ctx, `INSERT INTO users (name, role, created_ms) VALUES (?, ?, ?) RETURNING id`,
 		name, role, ms(now)).Scan(&u.ID)
 	if isUnique(err) {
 		return nil, "", api.Errorf(api.CodeConflict, "user %s already exists", name)
