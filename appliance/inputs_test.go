@@ -45,8 +45,8 @@ func TestDaemon_RequestEdges(t *testing.T) {
 
 	code := []byte("def custom_kernel(xs):\n    return [2 * x for x in xs]\n")
 	for name, want := range map[string]string{
-		"a\x00b.py":                    "control character U+0000",
-		"tab\there.py":                 "control character U+0009",
+		"a\x00b.py":                      "control character U+0000",
+		"tab\there.py":                   "control character U+0009",
 		strings.Repeat("x", 300) + ".py": "at most 255",
 	} {
 		_, err := td.admin.Submit(ctx, api.SubmitRequest{Leaderboard: "quick", Mode: "test", Code: code, FileName: name})
