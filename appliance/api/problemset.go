@@ -14,6 +14,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -79,7 +80,7 @@ func UnpackProblemSet(r io.Reader, parent string) (string, error) {
 		switch h.Typeflag {
 		case tar.TypeDir:
 			if err := os.MkdirAll(dst, 0o755); err != nil {
-				return fail(fmt.Errorf("unpack problem set: %w", err))
+				return fail(mkdirError(h.Name, err))
 			}
 		case tar.TypeReg:
 			files++
@@ -88,7 +89,7 @@ func UnpackProblemSet(r io.Reader, parent string) (string, error) {
 				return fail(Errorf(CodeTooLarge, "the problem set unpacks to more than %d files or %d MiB", maxProblemSetFiles, maxProblemSetBytes>>20))
 			}
 			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-				return fail(fmt.Errorf("unpack problem set: %w", err))
+				return fail(mkdirError(h.Name, err))
 			}
 			f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 			if err != nil {
@@ -106,6 +107,15 @@ func UnpackProblemSet(r io.Reader, parent string) (string, error) {
 		}
 	}
 	return dir, nil
+}
+
+// mkdirError is a directory of the set that could not be made: the
+// archive's mistake when a file of it is in the way, else the box's.
+func mkdirError(name string, err error) error {
+	if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist) {
+		return Errorf(CodeInvalid, "the problem set has a file where %q needs a directory", name)
+	}
+	return fmt.Errorf("unpack problem set: %w", err)
 }
 
 // PackProblemSet writes dir as a gzipped tar, leaving out hidden entries
