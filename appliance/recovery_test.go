@@ -45,7 +45,12 @@ type daemonProcess struct {
 func startDaemonProcess(t *testing.T, dir, cgroupParent string) *daemonProcess {
 	t.Helper()
 	it := testutil.RequireTorch(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "--data", dir, "--listen", "127.0.0.1:0",
+	// Bursts of submissions from one user: no cap on queued jobs in the way.
+	conf := filepath.Join(t.TempDir(), "kernelbox.yaml")
+	if err := os.WriteFile(conf, []byte("max_queued_per_user: 100000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "--config", conf, "--data", dir, "--listen", "127.0.0.1:0",
 		"--cpu-slots", "2", "--no-library", "--python", it.Path, "--grace", "2s", "--cgroup-parent", cgroupParent)
 	cmd.Env = append(os.Environ(), EnvServe+"=1")
 	stdout, err := cmd.StdoutPipe()
@@ -84,8 +89,9 @@ func (p *daemonProcess) kill() {
 	<-p.done
 }
 
-// TestDaemon_KillAndRestart kills the daemon with SIGKILL while jobs run,
-// starts it again on the same data directory, and checks that every
+// TestDaemon_KillAndRestart sends bursts of submissions at once and kills
+// the daemon with SIGKILL while their jobs run, three times, starting it
+// again on the same data directory each time, and checks that every
 // accepted submission finishes, each run exactly once.
 func TestDaemon_KillAndRestart(t *testing.T) {
 	t.Parallel()
@@ -121,27 +127,50 @@ func TestDaemon_KillAndRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Three rounds: a burst of submissions sent at once, then SIGKILL
+	// while slow runs are in their sandboxes, then a new daemon.
 	var ids []int64
-	for i := range 8 {
-		code, mode := fast, "leaderboard"
-		if i%2 == 0 {
-			code, mode = slow, "test"
+	for round := range 3 {
+		burst := make([]int64, 8)
+		var wg sync.WaitGroup
+		errs := make(chan error, len(burst))
+		for i := range burst {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				code, mode := fast, "leaderboard"
+				if i%2 == 0 {
+					code, mode = slow, "test"
+				}
+				sub, err := admin.Submit(ctx, api.SubmitRequest{Code: code, Mode: mode})
+				if err != nil {
+					errs <- err
+					return
+				}
+				burst[i] = sub.ID
+			}()
 		}
-		sub, err := admin.Submit(ctx, api.SubmitRequest{Code: code, Mode: mode})
-		if err != nil {
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("round %d: submit: %v", round, err)
+		}
+		ids = append(ids, burst...)
+		// This burst's first (slow) run in its sandbox: each kill hits
+		// another job, so none uses up its retries (three infrastructure
+		// failures fail a job: a submission that kills the daemon every
+		// time must not take the box down for ever).
+		waitFor(t, 2*time.Minute, func() bool {
+			s, err := admin.Submission(ctx, burst[0], false)
+			return err == nil && s.Status == api.StatusRunning
+		})
+		p.kill()
+		p = startDaemonProcess(t, dir, parent)
+		if admin, err = api.NewClient(p.server, strings.TrimSpace(string(token))); err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, sub.ID)
 	}
-	// Kill while slow runs are in their sandboxes.
-	waitRunning(t, admin, ids[0])
-	p.kill()
-
-	p2 := startDaemonProcess(t, dir, parent)
-	admin2, err := api.NewClient(p2.server, strings.TrimSpace(string(token)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p2, admin2 := p, admin
 	for _, id := range ids {
 		waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		v, err := admin2.Wait(waitCtx, id, nil)
@@ -216,8 +245,8 @@ func TestDaemon_KillAndRestart(t *testing.T) {
 	if rerun == 0 {
 		t.Errorf("no run was started twice: the kill hit no running job, so the test proved nothing")
 	}
-	if runs != 12 { // 4 leaderboard submissions with their twins, 4 test ones
-		t.Errorf("runs = %d, want 12", runs)
+	if runs != 36 { // each round: 4 leaderboard submissions with their twins, 4 test ones
+		t.Errorf("runs = %d, want 36", runs)
 	}
 }
 
