@@ -50,6 +50,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 bench: setup ## the benchmarks that compare against a baseline run beside them (as root: the daemon's need the sandbox)
 	$(GO) test -run XXX -bench 'EndToEnd|Daemon_|Overhead' -benchtime 3x ./appliance ./sandbox
 	$(GO) test -run XXX -bench . ./queue
+	$(GO) test -run XXX -bench Scan -benchtime 10x ./policies
 
 lint: ## gofmt, go vet and staticcheck (fetched from the module proxy on first use)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

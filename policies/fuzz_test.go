@@ -2,6 +2,8 @@ package policies
 
 import (
 	"bytes"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -19,7 +21,11 @@ func FuzzScan(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, code []byte) {
 		lines := bytes.Count(code, []byte("\n")) + 1
-		for _, fd := range Scan(code) {
+		fs := Scan(code)
+		if want := naiveRules(code); !slices.Equal(rulesOf(fs), want) {
+			t.Errorf("rules %v; every pattern on every line gives %v", rulesOf(fs), want)
+		}
+		for _, fd := range fs {
 			if !rules[fd.Rule] {
 				t.Errorf("finding of unknown rule %q", fd.Rule)
 			}
@@ -28,4 +34,24 @@ func FuzzScan(f *testing.F) {
 			}
 		}
 	})
+}
+
+// naiveRules is what the scanner finds without its literal filters: every
+// pattern run on every line, in ScanRules' order of first appearance.
+func naiveRules(code []byte) []string {
+	var out []string
+	for _, line := range strings.Split(string(code), "\n") {
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "#") || strings.HasPrefix(trimmed, "//") {
+			continue
+		}
+		for _, r := range ScanRules {
+			for _, p := range r.Patterns {
+				if p.MatchString(line) && !slices.Contains(out, r.ID) {
+					out = append(out, r.ID)
+				}
+			}
+		}
+	}
+	return out
 }

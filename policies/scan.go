@@ -9,11 +9,10 @@ package policies
 // instead of refusing it.
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"regexp"
-	"strings"
+	"regexp/syntax"
 )
 
 // ScanVerdict is what a finding does to a submission.
@@ -137,30 +136,205 @@ var ScanRules = []ScanRule{
 // Scan reports every rule that matches a line of code. Full-line comments
 // are skipped (a comment that says "no streams here" is not a stream);
 // strings are not, because native code hides in load_inline's strings.
+//
+// Its cost is bounded for hostile input (issue 18): a pattern runs only on
+// lines holding one of its literals, the regular expressions together read
+// at most scanBudget bytes, and code that would need more is flagged
+// SCAN_LIMIT for an organiser rather than read further. Each rule reports
+// its first maxFindingsPerRule lines.
 func Scan(code []byte) []Finding {
+	out, _ := scan(code, scanBudget)
+	return out
+}
+
+// scan is Scan with a budget, returning what is left of it.
+func scan(code []byte, budget int) ([]Finding, int) {
+	live := livePatterns(code)
 	var out []Finding
-	sc := bufio.NewScanner(bytes.NewReader(code))
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		trimmed := strings.TrimSpace(line)
-		if strings.HasPrefix(trimmed, "#") || strings.HasPrefix(trimmed, "//") {
+	perRule := make(map[string]int)
+	for n := 1; len(code) > 0; n++ {
+		line := code
+		if i := bytes.IndexByte(code, '\n'); i >= 0 {
+			line, code = code[:i], code[i+1:]
+		} else {
+			code = nil
+		}
+		trimmed := bytes.TrimSpace(line)
+		if bytes.HasPrefix(trimmed, []byte("#")) || bytes.HasPrefix(trimmed, []byte("//")) {
 			continue
 		}
-		for _, r := range ScanRules {
-			for _, p := range r.Patterns {
-				if p.MatchString(line) {
-					text := trimmed
-					if len(text) > 80 {
-						text = text[:77] + "..."
-					}
-					out = append(out, Finding{Rule: r.ID, Verdict: r.Verdict, Line: n, Text: text, Message: r.Message})
-					break
-				}
+		for _, lr := range live {
+			if perRule[lr.rule.ID] >= maxFindingsPerRule {
+				continue
+			}
+			hit, ok := lr.match(line, &budget)
+			if !ok {
+				return append(out, limitFinding(n)), 0
+			}
+			if hit {
+				perRule[lr.rule.ID]++
+				out = append(out, finding(lr.rule, n, trimmed))
 			}
 		}
 	}
+	return out, budget
+}
+
+const (
+	// scanBudget is how many bytes the regular expressions may read in
+	// all: at most about 0.15 s of CPU, and far more than honest code
+	// needs (TestScan_Budget).
+	scanBudget = 4 << 20
+	// maxFindingsPerRule keeps a file of ten thousand "import threading"
+	// lines from storing ten thousand findings.
+	maxFindingsPerRule = 3
+)
+
+// ScanLimit is the rule of the finding that says the scanner stopped.
+const ScanLimit = "SCAN_LIMIT"
+
+func limitFinding(line int) Finding {
+	return Finding{Rule: ScanLimit, Verdict: ScanFlag, Line: line,
+		Message: "the scanner stopped here: the code has more matching text than it reads; an organiser reviews the rest"}
+}
+
+func finding(r *ScanRule, line int, trimmed []byte) Finding {
+	text := string(trimmed)
+	if len(text) > 80 {
+		text = text[:77] + "..."
+	}
+	return Finding{Rule: r.ID, Verdict: r.Verdict, Line: line, Text: text, Message: r.Message}
+}
+
+// liveRule is a rule with the patterns whose literals occur in the code.
+type liveRule struct {
+	rule     *ScanRule
+	patterns []prefiltered
+}
+
+// match reports whether a pattern of the rule matches line, charging the
+// regular expressions' reading to budget; ok is false once it is spent.
+func (lr liveRule) match(line []byte, budget *int) (hit, ok bool) {
+	for _, p := range lr.patterns {
+		if !p.mayMatch(line) {
+			continue
+		}
+		if *budget -= len(line) + 1; *budget < 0 {
+			return false, false
+		}
+		if p.re.Match(line) {
+			return true, true
+		}
+	}
+	return false, true
+}
+
+// livePatterns keeps, rule by rule, the patterns that can match somewhere
+// in the code, so most lines meet no regular expression at all.
+func livePatterns(code []byte) []liveRule {
+	var out []liveRule
+	for i := range ScanRules {
+		lr := liveRule{rule: &ScanRules[i]}
+		for _, p := range prefilters[i] {
+			if p.mayMatch(code) {
+				lr.patterns = append(lr.patterns, p)
+			}
+		}
+		if len(lr.patterns) > 0 {
+			out = append(out, lr)
+		}
+	}
 	return out
+}
+
+// prefiltered is a pattern with literals of which every match holds one
+// (none known: the pattern always runs).
+type prefiltered struct {
+	re      *regexp.Regexp
+	needles [][]byte
+}
+
+func (p prefiltered) mayMatch(b []byte) bool {
+	if p.needles == nil {
+		return true
+	}
+	for _, n := range p.needles {
+		if bytes.Contains(b, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// prefilters are ScanRules' patterns with their literals, rule by rule.
+var prefilters = func() [][]prefiltered {
+	out := make([][]prefiltered, len(ScanRules))
+	for i, r := range ScanRules {
+		for _, re := range r.Patterns {
+			out[i] = append(out[i], prefiltered{re: re, needles: needlesOf(re)})
+		}
+	}
+	return out
+}()
+
+func needlesOf(re *regexp.Regexp) [][]byte {
+	parsed, err := syntax.Parse(re.String(), syntax.Perl)
+	if err != nil {
+		return nil // cannot happen for a compiled pattern; run it always
+	}
+	var out [][]byte
+	for _, s := range needles(parsed.Simplify()) {
+		out = append(out, []byte(s))
+	}
+	return out
+}
+
+// needles returns strings of which every match of re contains one, or nil
+// when it knows none: a concatenation's best part, an alternation's
+// parts' together, a literal itself.
+func needles(re *syntax.Regexp) []string {
+	switch re.Op {
+	case syntax.OpLiteral:
+		if re.Flags&syntax.FoldCase != 0 {
+			return nil
+		}
+		return []string{string(re.Rune)}
+	case syntax.OpCapture, syntax.OpPlus:
+		return needles(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return needles(re.Sub[0])
+		}
+	case syntax.OpAlternate:
+		var out []string
+		for _, sub := range re.Sub {
+			n := needles(sub)
+			if n == nil {
+				return nil
+			}
+			out = append(out, n...)
+		}
+		return out
+	case syntax.OpConcat:
+		var best []string
+		for _, sub := range re.Sub {
+			if n := needles(sub); n != nil && (best == nil || shortest(n) > shortest(best)) {
+				best = n
+			}
+		}
+		return best
+	}
+	return nil
+}
+
+func shortest(ss []string) int {
+	m := -1
+	for _, s := range ss {
+		if m < 0 || len(s) < m {
+			m = len(s)
+		}
+	}
+	return m
 }
 
 // Worst is the strongest verdict among findings.

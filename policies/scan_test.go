@@ -1,11 +1,13 @@
 package policies
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func rulesOf(fs []Finding) []string {
@@ -105,4 +107,72 @@ func TestScan_BundledSolutions(t *testing.T) {
 	for f, rules := range flagged {
 		t.Errorf("%s is flagged %v; a correct solution should not need review", f, rules)
 	}
+}
+
+// TestScan_Budget: hostile code costs the scanner a bounded amount and is
+// flagged for review where it stops; honest code is read whole with most
+// of the budget left; repeated findings are capped per rule (issue 18: the
+// scanner cost up to 1.6 s of CPU per 1 MB upload and stored a finding per
+// line).
+func TestScan_Budget(t *testing.T) {
+	t.Parallel()
+	hostile := map[string][]byte{
+		"one long line of needles": bytes.Repeat([]byte("a[id(x).data_ptr() torch.cuda. Event. "), 1<<20/38),
+		"many short lines":         bytes.Repeat([]byte("x = c.get(torch.cuda.foo) + time.x + os.y\n"), 1<<20/42),
+	}
+	for name, code := range hostile {
+		fs, left := scan(code, scanBudget)
+		if left != 0 || len(fs) == 0 || fs[len(fs)-1].Rule != ScanLimit || Worst(fs) != ScanFlag {
+			t.Errorf("%s: %d of the budget left, findings %v; want it spent and a %s flag last", name, left, fs, ScanLimit)
+		}
+	}
+
+	files, err := filepath.Glob(filepath.Join("..", "problems", "library", "*", "solutions", "correct", "*"))
+	if err != nil || len(files) < 10 {
+		t.Fatalf("found %d bundled solutions (%v)", len(files), err)
+	}
+	for _, f := range files {
+		code, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Honest code the size of the largest allowed upload still fits.
+		big := bytes.Repeat(code, 1+1_000_000/max(len(code), 1))[:1_000_000]
+		if _, left := scan(big, scanBudget); left < scanBudget/4 {
+			t.Errorf("%s repeated to 1 MB leaves %d of %d bytes of the budget", f, left, scanBudget)
+		}
+	}
+
+	fs := Scan(bytes.Repeat([]byte("import threading\n"), 10_000))
+	if len(fs) != maxFindingsPerRule || fs[0].Line != 1 || fs[maxFindingsPerRule-1].Line != maxFindingsPerRule {
+		t.Errorf("10,000 import lines gave %d findings (%v); want the first %d", len(fs), fs, maxFindingsPerRule)
+	}
+
+	// A line past any buffer is read, not silently dropped with the rest.
+	long := append(bytes.Repeat([]byte("x"), 5<<20), []byte("\nimport ctypes\n")...)
+	if got := rulesOf(Scan(long)); !slices.Equal(got, []string{"NATIVE_HOOK"}) {
+		t.Errorf("after a 5 MB line: rules %v; want NATIVE_HOOK", got)
+	}
+}
+
+// BenchmarkScan: 1 MB of hostile code against 1 MB of a bundled
+// solution; x-honest is the ratio, bounded by the budget, not the input
+// (it was about 20x before the budget: 0.8 s a megabyte).
+func BenchmarkScan(b *testing.B) {
+	one, err := os.ReadFile(filepath.Join("..", "problems", "library", "vectoradd", "solutions", "correct", "chunked_add.py"))
+	if err != nil {
+		b.Skip("bundled solution moved:", err)
+	}
+	honest := bytes.Repeat(one, 1_000_000/len(one))
+	hostile := bytes.Repeat([]byte("a[id(x).data_ptr() torch.cuda. Event. "), 1_000_000/38)
+	var tHonest, tHostile time.Duration
+	for range b.N {
+		start := time.Now()
+		Scan(honest)
+		mid := time.Now()
+		Scan(hostile)
+		tHonest, tHostile = tHonest+mid.Sub(start), tHostile+time.Since(mid)
+	}
+	b.ReportMetric(float64(tHostile)/float64(tHonest), "x-honest")
+	b.ReportMetric(float64(tHostile.Milliseconds())/float64(b.N), "ms-hostile/MB")
 }
