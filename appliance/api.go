@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,6 +92,13 @@ func (a *API) Handler() http.Handler {
 
 func (a *API) wrap(h handlerFunc, auth, staffOnly bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A body that trickles in holds its connection for body_timeout at
+		// most. Recorders in tests do not support deadlines: no matter.
+		if r.ContentLength != 0 {
+			rc := http.NewResponseController(w)
+			_ = rc.SetReadDeadline(time.Now().Add(a.svc.cfg.BodyTimeout))
+			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+		}
 		if auth {
 			token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			u, err := a.svc.Authenticate(r.Context(), strings.TrimSpace(token))
@@ -117,6 +125,23 @@ func (a *API) wrap(h handlerFunc, auth, staffOnly bool) http.Handler {
 	})
 }
 
+// deadlineBody lifts the body's read deadline once the body is read: a
+// handler that then works or waits a long time is not cut off by it.
+type deadlineBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.done {
+		b.done = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
+
 func userOf(r *http.Request) *store.User { return r.Context().Value(userKey{}).(*store.User) }
 
 func writeJSON(w http.ResponseWriter, status int, v any) error {
@@ -136,6 +161,9 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.As(err, &mbe) {
 		code, msg = api.CodeTooLarge, fmt.Sprintf("the request body is over the %d-byte limit", mbe.Limit)
 	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		code, msg = api.CodeInvalid, fmt.Sprintf("the request body did not arrive within %s (body_timeout)", a.svc.cfg.BodyTimeout)
+	}
 	if code == api.CodeInternal && diskFull(err) {
 		a.log.Error("the disk is full", "method", r.Method, "path", r.URL.Path, "err", err)
 		code, msg = api.CodeStorageFull, errDiskFull().Error()
@@ -152,7 +180,7 @@ func decodeJSON(r *http.Request, w http.ResponseWriter, v any) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		if errors.As(err, &mbe) || errors.Is(err, os.ErrDeadlineExceeded) {
 			return err
 		}
 		return api.Errorf(api.CodeInvalid, "the request body is not the JSON this endpoint takes: %v", err)
@@ -264,6 +292,9 @@ func (a *API) submit(w http.ResponseWriter, r *http.Request) error {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return api.Errorf(api.CodeTooLarge, "the file is over the %d-byte limit", a.svc.cfg.MaxUploadBytes)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return err
 		}
 		return api.Errorf(api.CodeInvalid, "read the file: %v", err)
 	}

@@ -3,6 +3,7 @@ package appliance
 import (
 	"net/http"
 	"strconv"
+	"time"
 
 	"kernelbox/appliance/api"
 )
@@ -78,6 +79,8 @@ func (a *API) adminProblems(w http.ResponseWriter, r *http.Request) error {
 			*to = b
 		}
 	}
+	// A problem set may be 64 MiB: it gets five body timeouts to arrive.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(5 * a.svc.cfg.BodyTimeout))
 	loaded, err := a.svc.LoadProblems(r.Context(), userOf(r), http.MaxBytesReader(w, r.Body, a.svc.cfg.MaxProblemBytes), how)
 	if err != nil {
 		return err

@@ -108,6 +108,10 @@ type Config struct {
 	// new ones wait to be accepted, so a crowd of slow or idle clients
 	// cannot take the daemon's descriptors and memory.
 	MaxConnections int `yaml:"max_connections"`
+	// BodyTimeout is how long a request may take to send its body (a
+	// problem-set upload gets five times as long): a client that trickles
+	// bytes holds a connection no longer than this.
+	BodyTimeout time.Duration `yaml:"body_timeout"`
 	// CgroupParent is the cgroup every sandbox's cgroup is made under.
 	CgroupParent string `yaml:"cgroup_parent"`
 	// Budget bounds all sandboxes together (the parent cgroup), so the
@@ -324,6 +328,7 @@ func DefaultConfig() Config {
 		MaxUploadBytes:    problems.MaxSubmissionBytes,
 		MaxProblemBytes:   64 << 20,
 		MaxConnections:    1024,
+		BodyTimeout:       time.Minute,
 		CgroupParent:      "kernelbox",
 	}
 }
@@ -370,6 +375,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Profiler.MaxReport < 1<<20 {
 		bad("profiler.max_report", "want a size of at least 1M, like 256M, got %s", c.Profiler.MaxReport)
+	}
+	if c.BodyTimeout < time.Second {
+		bad("body_timeout", "want at least 1s, got %s", c.BodyTimeout)
 	}
 	if c.MaxConnections < 16 {
 		bad("max_connections", "want at least 16, got %d", c.MaxConnections)

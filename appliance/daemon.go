@@ -240,9 +240,10 @@ func (d *Daemon) listen() error {
 	}
 	for _, ln := range lns {
 		ln = netutil.LimitListener(ln, d.cfg.MaxConnections)
-		// No WriteTimeout: a long-poll answers within 30 s by itself. The
-		// read timeout bounds a slow upload (a problem set of 64 MiB).
-		srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 5 * time.Minute,
+		// No WriteTimeout: a long-poll answers within 30 s by itself. No
+		// ReadTimeout either: the API sets a deadline for each body
+		// (body_timeout), longer for a problem set.
+		srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(d.log.Handler(), slog.LevelWarn)}
 		d.servers = append(d.servers, srv)
 		d.serveWG.Add(1)

@@ -1,10 +1,14 @@
 package appliance
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -94,4 +98,56 @@ func TestDaemon_RequestEdges(t *testing.T) {
 		t.Fatalf("health once an idle connection left: %v", err)
 	}
 	resp.Body.Close()
+}
+
+// TestDaemon_SlowBodies: a client that sends its headers and then trickles
+// or stops its body is answered, with the reason, once body_timeout has
+// passed (a problem set gets five), and nothing it started is kept; a
+// slow body used to hold its connection for five minutes.
+func TestDaemon_SlowBodies(t *testing.T) {
+	t.Parallel()
+	td := startDaemon(t, t.TempDir(), func(c *Config) { c.BodyTimeout = time.Second })
+	td.loadQuick()
+	addr := strings.TrimPrefix(td.server, "http://")
+	uploads := filepath.Join(td.dir, "problems", "uploads")
+	before, _ := os.ReadDir(uploads)
+	for _, tc := range []struct {
+		name, path, first string
+		within            time.Duration
+	}{
+		{"JSON", "/api/admin/users", `{"name":"slow`, 3 * time.Second},
+		{"upload", "/api/submissions?leaderboard=quick&mode=test&file_name=k.py", "def custom_kernel(xs):\n", 3 * time.Second},
+		{"problem set", "/api/admin/problems", "\x1f\x8b", 7 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			start := time.Now()
+			fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: kb\r\nAuthorization: Bearer %s\r\nContent-Length: 100000\r\n\r\n%s", tc.path, td.token, tc.first)
+			_ = c.SetReadDeadline(start.Add(tc.within + 5*time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatalf("no answer to a stalled body after %s: %v", time.Since(start), err)
+			}
+			var body bytes.Buffer
+			_, _ = body.ReadFrom(resp.Body)
+			took := time.Since(start)
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body.String(), "did not arrive within 1s") || took > tc.within {
+				t.Errorf("stalled body = %d %s after %s; want 400 naming body_timeout within %s", resp.StatusCode, body.String(), took, tc.within)
+			}
+		})
+	}
+	if _, err := td.d.store.User(t.Context(), "slow"); api.ErrorCode(err) != api.CodeNotFound {
+		t.Errorf("a stalled body made a user: %v", err)
+	}
+	subs, err := td.admin.Submissions(t.Context(), "", true, 0)
+	if err != nil || len(subs) != 0 {
+		t.Errorf("a stalled upload left submissions %v (%v)", subs, err)
+	}
+	if after, _ := os.ReadDir(uploads); len(after) != len(before) {
+		t.Errorf("a stalled problem set left a directory in uploads: %d, before %d", len(after), len(before))
+	}
 }
