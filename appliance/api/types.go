@@ -107,6 +107,23 @@ type LeaderboardChange struct {
 	Deadline *time.Time `json:"deadline,omitempty"`
 	// RateLimits sets limits per category; a negative value removes one.
 	RateLimits map[string]int `json:"rate_limits,omitempty"`
+	// GPUs replaces the GPU types it ranks on (a KernelBot set names B200
+	// and the box has H200s). Each type's measurements stay its own: a
+	// type taken off keeps its ranking, out of view until it is put back.
+	GPUs []string `json:"gpus,omitempty"`
+}
+
+// ValidGPUType says what is wrong with a GPU type's name, or nil.
+func ValidGPUType(g string) error {
+	if len(g) == 0 || len(g) > 32 {
+		return Errorf(CodeInvalid, "GPU type %q: want 1 to 32 characters", g)
+	}
+	for _, r := range g {
+		if !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.' || r == '+') {
+			return Errorf(CodeInvalid, "GPU type %q: want letters, digits and _ - . + only", g)
+		}
+	}
+	return nil
 }
 
 // RankRow is one user's best on a leaderboard and GPU type.

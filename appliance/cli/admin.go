@@ -168,14 +168,15 @@ func adminInviteCommand() *cli.Command {
 func adminLeaderboardCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "leaderboard",
-		Usage:     "open, close, extend a leaderboard or set its rate limits",
+		Usage:     "open, close, extend a leaderboard, set its rate limits or the GPU types it ranks on",
 		ArgsUsage: "NAME",
 		Flags: clientFlags(jsonFlag(),
 			&cli.StringFlag{Name: "visibility", Usage: "open (everyone) or closed (invited users only)"},
 			&cli.StringFlag{Name: "deadline", Usage: "a new deadline (2006-01-02 15:04, RFC 3339), or none"},
 			&cli.DurationFlag{Name: "extend", Usage: "move the deadline this much later"},
 			&cli.BoolFlag{Name: "end", Usage: "end it now: the deadline becomes now"},
-			&cli.StringSliceFlag{Name: "rate-limit", Usage: "CATEGORY=N submissions per user per hour (test or ranked; -1 removes)"}),
+			&cli.StringSliceFlag{Name: "rate-limit", Usage: "CATEGORY=N submissions per user per hour (test or ranked; -1 removes)"},
+			&cli.StringSliceFlag{Name: "gpus", Usage: "the GPU types it ranks on, replacing the problem set's (H200,H100; each type keeps its own ranking)"}),
 		Action: argAction("NAME", runAdminLeaderboard),
 	}
 }
@@ -380,12 +381,30 @@ func runAdminLeaderboard(c *cli.Context, cl *api.Client, name string) error {
 		}
 		ch.RateLimits[cat] = v
 	}
+	for _, g := range c.StringSlice("gpus") {
+		for _, one := range strings.Split(g, ",") {
+			if one = strings.TrimSpace(one); one != "" {
+				ch.GPUs = append(ch.GPUs, one)
+			}
+		}
+	}
+	if c.IsSet("gpus") && len(ch.GPUs) == 0 {
+		return usageError("admin leaderboard: --gpus names no GPU type")
+	}
 	lb, err := cl.ChangeLeaderboard(c.Context, name, ch)
 	if err != nil {
 		return err
 	}
 	return output(c, lb, func(w io.Writer) error {
-		_, err := fmt.Fprintf(w, "%s: %s, %s, deadline %s, rate limits %v\n", lb.Name, lb.State, lb.Visibility, deadlineText(lb.Deadline), lb.RateLimits)
+		_, err := fmt.Fprintf(w, "%s: %s, %s, deadline %s, rate limits %v, gpus %s (this box runs %s)\n", lb.Name, lb.State, lb.Visibility,
+			deadlineText(lb.Deadline), lb.RateLimits, strings.Join(lb.GPUs, ","), orNone(lb.Available))
 		return err
 	})
+}
+
+func orNone(ss []string) string {
+	if len(ss) == 0 {
+		return "none of them"
+	}
+	return strings.Join(ss, ",")
 }

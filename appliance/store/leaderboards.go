@@ -331,10 +331,26 @@ func (s *Store) ChangeLeaderboard(ctx context.Context, name string, ch api.Leade
 			return nil, api.Errorf(api.CodeInvalid, "rate limit category %q: want test or ranked", c)
 		}
 	}
+	if ch.GPUs != nil && len(ch.GPUs) == 0 {
+		return nil, api.Errorf(api.CodeInvalid, "a leaderboard ranks on at least one GPU type")
+	}
+	for _, g := range ch.GPUs {
+		if err := api.ValidGPUType(g); err != nil {
+			return nil, err
+		}
+	}
 	err := s.update(ctx, "change leaderboard "+name, func(tx *txn) error {
 		l, err := leaderboardByName(ctx, tx, name)
 		if err != nil {
 			return err
+		}
+		if ch.GPUs != nil {
+			if err := setGPUs(ctx, tx, l.ID, ch.GPUs); err != nil {
+				return err
+			}
+			if err := markEdited(ctx, tx, l.ID, editedGPUs); err != nil {
+				return err
+			}
 		}
 		if ch.Visibility != nil {
 			if _, err := tx.ExecContext(ctx, `UPDATE leaderboards SET visibility = ? WHERE id = ?`, *ch.Visibility, l.ID); err != nil {

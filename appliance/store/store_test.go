@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -350,6 +351,48 @@ func TestStore_LibraryReloadKeepsEdits(t *testing.T) {
 	}
 	if out := put(LoadOptions{Source: SourceUpload, DryRun: true}, lib("a")); out[0].Action != LoadRefused {
 		t.Errorf("an upload onto a taken name without Replace: %+v; want refused", out)
+	}
+}
+
+// TestStore_RetargetGPUs: an organiser points a loaded leaderboard at the
+// box's GPU types; reloads keep the choice, and bad lists are refused by
+// name with nothing changed (issue 19: KernelBot's sets name B200, L4...).
+func TestStore_RetargetGPUs(t *testing.T) {
+	t.Parallel()
+	st := newTestStore(t)
+	ctx := t.Context()
+	lib := libSpecs(time.Time{})
+	if _, err := st.PutLeaderboards(ctx, []LeaderboardSpec{lib("a")}, LoadOptions{Source: SourceLibrary}); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []struct {
+		gpus []string
+		want string
+	}{
+		{[]string{}, "at least one GPU type"},
+		{[]string{"H 200"}, `GPU type "H 200"`},
+		{[]string{"H200", strings.Repeat("x", 40)}, "1 to 32 characters"},
+	} {
+		if _, err := st.ChangeLeaderboard(ctx, "a", api.LeaderboardChange{GPUs: bad.gpus}); api.ErrorCode(err) != api.CodeInvalid || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("gpus %q: %v; want invalid, %q", bad.gpus, err, bad.want)
+		}
+	}
+	if a, _ := st.Leaderboard(ctx, "a"); !slices.Equal(a.GPUs, []string{"cpu"}) {
+		t.Fatalf("refused edits changed the GPU types to %v", a.GPUs)
+	}
+	if _, err := st.ChangeLeaderboard(ctx, "a", api.LeaderboardChange{GPUs: []string{"H200", "cpu"}}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := st.PutLeaderboards(ctx, []LeaderboardSpec{lib("a")}, LoadOptions{Source: SourceLibrary})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := st.Leaderboard(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(a.GPUs, []string{"H200", "cpu"}) || !slices.Contains(out[0].Kept, "gpus") {
+		t.Errorf("after a reload: gpus %v, kept %v; want the organiser's H200,cpu kept", a.GPUs, out[0].Kept)
 	}
 }
 
