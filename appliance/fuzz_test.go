@@ -49,24 +49,7 @@ func FuzzAPI(f *testing.F) {
 	f.Add(uint8(13), true, "", []byte(`{"reason":"x"} {}`))
 	f.Add(uint8(5), false, "", []byte(`{"invite":"inv_nope","name":"`+string(bytes.Repeat([]byte("a"), 100))+`"}`))
 
-	dir := f.TempDir()
-	st, err := store.Open(f.Context(), filepath.Join(dir, "kernelbox.db"), nil)
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer st.Close()
-	cfg := DefaultConfig()
-	cfg.DataDir = dir
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := newService(cfg, st, st.Queue(), log, time.Now, "boot-fuzz")
-	svc.offer(cpuSlots(1, nil))
-	quick, err := filepath.Abs(filepath.Join("testdata", "quick"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	if _, err := svc.loadProblemSet(f.Context(), quick, "", "quick", store.LoadOptions{Source: store.SourceUpload}); err != nil {
-		f.Fatal(err)
-	}
+	svc, st := quickService(f, "quick")
 	_, admin, err := st.CreateUser(f.Context(), "root", api.RoleAdmin)
 	if err != nil {
 		f.Fatal(err)
@@ -75,6 +58,7 @@ func FuzzAPI(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	a := newAPI(svc, log)
 	a.maxWait = 10 * time.Millisecond
 	handler := a.Handler()
@@ -97,4 +81,30 @@ func FuzzAPI(f *testing.F) {
 			t.Fatalf("%s %s: answer %d is not JSON: %q", rt.method, rt.path, rec.Code, rec.Body.String())
 		}
 	})
+}
+
+// quickService is a Service over a real store in a temporary directory,
+// one CPU slot, and testdata/quick loaded as leaderboard name: enough to
+// submit and read without a sandbox.
+func quickService(tb testing.TB, name string) (*Service, *store.Store) {
+	tb.Helper()
+	dir := tb.TempDir()
+	st, err := store.Open(tb.Context(), filepath.Join(dir, "kernelbox.db"), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	cfg := DefaultConfig()
+	cfg.DataDir = dir
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc := newService(cfg, st, st.Queue(), log, time.Now, "boot-test")
+	svc.offer(cpuSlots(1, nil))
+	quick, err := filepath.Abs(filepath.Join("testdata", "quick"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := svc.loadProblemSet(tb.Context(), quick, "", name, store.LoadOptions{Source: store.SourceUpload}); err != nil {
+		tb.Fatal(err)
+	}
+	return svc, st
 }

@@ -66,7 +66,7 @@ func (s *Service) Leaderboard(ctx context.Context, u *store.User, name string) (
 
 // readLeaderboard finds a leaderboard u may read.
 func (s *Service) readLeaderboard(ctx context.Context, u *store.User, name string) (*store.Leaderboard, error) {
-	lb, err := s.store.Leaderboard(ctx, name)
+	lb, err := s.lookupLeaderboard(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -74,6 +74,38 @@ func (s *Service) readLeaderboard(ctx context.Context, u *store.User, name strin
 		return nil, err
 	}
 	return lb, nil
+}
+
+// lookupLeaderboard finds a leaderboard by its name or, failing that, by
+// its problem directory's name: KernelBot's solutions carry
+// `#!POPCORN leaderboard vectoradd_py` where the competition file calls
+// the leaderboard vectoradd_v2 (issue 19).
+func (s *Service) lookupLeaderboard(ctx context.Context, name string) (*store.Leaderboard, error) {
+	lb, err := s.store.Leaderboard(ctx, name)
+	if api.ErrorCode(err) != api.CodeNotFound {
+		return lb, err
+	}
+	all, lerr := s.store.Leaderboards(ctx)
+	if lerr != nil {
+		return nil, lerr
+	}
+	var found []*store.Leaderboard
+	for _, l := range all {
+		if filepath.Base(l.ProblemDir) == name {
+			found = append(found, l)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, err
+	case 1:
+		return found[0], nil
+	}
+	names := make([]string, len(found))
+	for i, l := range found {
+		names[i] = l.Name
+	}
+	return nil, api.Errorf(api.CodeInvalid, "%s is the problem of leaderboards %s: name one of them", name, strings.Join(names, ", "))
 }
 
 // mayRead says whether u may see lb at all: a closed leaderboard's

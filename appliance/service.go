@@ -122,11 +122,8 @@ func (s *Service) Submit(ctx context.Context, u *store.User, req api.SubmitReque
 		return nil, err
 	}
 	lbName := req.Leaderboard
-	switch {
-	case lbName == "":
+	if lbName == "" {
 		lbName = dir.Leaderboard
-	case dir.Leaderboard != "" && dir.Leaderboard != lbName:
-		return nil, api.Errorf(api.CodeInvalid, "the file's #!POPCORN leaderboard is %s but --leaderboard is %s", dir.Leaderboard, lbName)
 	}
 	if lbName == "" {
 		return nil, api.Errorf(api.CodeInvalid, "no leaderboard: pass --leaderboard or put `#!POPCORN leaderboard NAME` in the file")
@@ -134,6 +131,9 @@ func (s *Service) Submit(ctx context.Context, u *store.User, req api.SubmitReque
 	lb, err := s.openLeaderboard(ctx, u, lbName)
 	if err != nil {
 		return nil, err
+	}
+	if dir.Leaderboard != "" && dir.Leaderboard != lbName && dir.Leaderboard != lb.Name && dir.Leaderboard != filepath.Base(lb.ProblemDir) {
+		return nil, api.Errorf(api.CodeInvalid, "the file's #!POPCORN leaderboard is %s but --leaderboard is %s", dir.Leaderboard, lbName)
 	}
 	gpu, err := s.pickGPU(lb, req.GPU, dir.GPUs)
 	if err != nil {
@@ -302,12 +302,18 @@ func (s *Service) pickGPU(lb *store.Leaderboard, flag string, directive []string
 		}
 	}
 	gpu := flag
-	if gpu == "" {
+	if gpu == "" && len(directive) > 0 {
 		for _, g := range directive {
 			if slices.Contains(both, g) {
 				gpu = g
 				break
 			}
+		}
+		// A file that asks for an H100 is not run on a CPU instead: the
+		// directive is refused as the flag would be (issue 19).
+		if gpu == "" {
+			return "", api.Errorf(api.CodeInvalid, "the file's #!POPCORN gpu asks for %s; leaderboard %s runs here on %s: change the directive or pass --gpu",
+				strings.Join(directive, ", "), lb.Name, orNothing(both))
 		}
 	}
 	if gpu == "" {
@@ -327,6 +333,13 @@ func (s *Service) pickGPU(lb *store.Leaderboard, flag string, directive []string
 		return "", api.Errorf(api.CodeUnavailable, "this box has no %s GPU (it has %s)", gpu, strings.Join(served, ", "))
 	}
 	return gpu, nil
+}
+
+func orNothing(ss []string) string {
+	if len(ss) == 0 {
+		return "nothing"
+	}
+	return strings.Join(ss, ", ")
 }
 
 // gangSize is how many GPUs of gpuType one run of the task takes at once:
