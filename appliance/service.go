@@ -128,12 +128,16 @@ func (s *Service) Submit(ctx context.Context, u *store.User, req api.SubmitReque
 	if lbName == "" {
 		return nil, api.Errorf(api.CodeInvalid, "no leaderboard: pass --leaderboard or put `#!POPCORN leaderboard NAME` in the file")
 	}
+	disagree := api.Errorf(api.CodeInvalid, "the file's #!POPCORN leaderboard is %s but --leaderboard is %s", dir.Leaderboard, lbName)
 	lb, err := s.openLeaderboard(ctx, u, lbName)
 	if err != nil {
+		if api.ErrorCode(err) == api.CodeNotFound && dir.Leaderboard != "" && dir.Leaderboard != lbName {
+			return nil, disagree
+		}
 		return nil, err
 	}
 	if dir.Leaderboard != "" && dir.Leaderboard != lbName && dir.Leaderboard != lb.Name && dir.Leaderboard != filepath.Base(lb.ProblemDir) {
-		return nil, api.Errorf(api.CodeInvalid, "the file's #!POPCORN leaderboard is %s but --leaderboard is %s", dir.Leaderboard, lbName)
+		return nil, disagree
 	}
 	gpu, err := s.pickGPU(lb, req.GPU, dir.GPUs)
 	if err != nil {
