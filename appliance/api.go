@@ -97,7 +97,7 @@ func (a *API) wrap(h handlerFunc, auth, staffOnly bool) http.Handler {
 		if r.ContentLength != 0 {
 			rc := http.NewResponseController(w)
 			_ = rc.SetReadDeadline(time.Now().Add(a.svc.cfg.BodyTimeout))
-			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, timeout: a.svc.cfg.BodyTimeout}
 		}
 		if auth {
 			token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -125,19 +125,25 @@ func (a *API) wrap(h handlerFunc, auth, staffOnly bool) http.Handler {
 	})
 }
 
-// deadlineBody lifts the body's read deadline once the body is read: a
-// handler that then works or waits a long time is not cut off by it.
+// deadlineBody lifts the body's read deadline once the body is read (a
+// handler that then works or waits a long time is not cut off by it), and
+// turns the deadline's passing into the client's error, whichever reader
+// (JSON, file, archive) meets it.
 type deadlineBody struct {
 	io.ReadCloser
-	rc   *http.ResponseController
-	done bool
+	rc      *http.ResponseController
+	timeout time.Duration
+	done    bool
 }
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF && !b.done {
+	switch {
+	case err == io.EOF && !b.done:
 		b.done = true
 		_ = b.rc.SetReadDeadline(time.Time{})
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		err = api.Errorf(api.CodeInvalid, "the request body did not arrive within %s (body_timeout)", b.timeout)
 	}
 	return n, err
 }
@@ -161,9 +167,6 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.As(err, &mbe) {
 		code, msg = api.CodeTooLarge, fmt.Sprintf("the request body is over the %d-byte limit", mbe.Limit)
 	}
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		code, msg = api.CodeInvalid, fmt.Sprintf("the request body did not arrive within %s (body_timeout)", a.svc.cfg.BodyTimeout)
-	}
 	if code == api.CodeInternal && diskFull(err) {
 		a.log.Error("the disk is full", "method", r.Method, "path", r.URL.Path, "err", err)
 		code, msg = api.CodeStorageFull, errDiskFull().Error()
@@ -180,7 +183,7 @@ func decodeJSON(r *http.Request, w http.ResponseWriter, v any) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) || errors.Is(err, os.ErrDeadlineExceeded) {
+		if errors.As(err, &mbe) {
 			return err
 		}
 		return api.Errorf(api.CodeInvalid, "the request body is not the JSON this endpoint takes: %v", err)
@@ -292,9 +295,6 @@ func (a *API) submit(w http.ResponseWriter, r *http.Request) error {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return api.Errorf(api.CodeTooLarge, "the file is over the %d-byte limit", a.svc.cfg.MaxUploadBytes)
-		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return err
 		}
 		return api.Errorf(api.CodeInvalid, "read the file: %v", err)
 	}

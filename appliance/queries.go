@@ -91,7 +91,7 @@ func (s *Service) lookupLeaderboard(ctx context.Context, name string) (*store.Le
 	}
 	var found []*store.Leaderboard
 	for _, l := range all {
-		if filepath.Base(l.ProblemDir) == name {
+		if answersTo(l, name) {
 			found = append(found, l)
 		}
 	}
@@ -106,6 +106,12 @@ func (s *Service) lookupLeaderboard(ctx context.Context, name string) (*store.Le
 		names[i] = l.Name
 	}
 	return nil, api.Errorf(api.CodeInvalid, "%s is the problem of leaderboards %s: name one of them", name, strings.Join(names, ", "))
+}
+
+// answersTo says whether name names lb: its own name or its problem
+// directory's.
+func answersTo(lb *store.Leaderboard, name string) bool {
+	return name == lb.Name || name == filepath.Base(lb.ProblemDir)
 }
 
 // mayRead says whether u may see lb at all: a closed leaderboard's

@@ -136,7 +136,7 @@ func (s *Service) Submit(ctx context.Context, u *store.User, req api.SubmitReque
 		}
 		return nil, err
 	}
-	if dir.Leaderboard != "" && dir.Leaderboard != lbName && dir.Leaderboard != lb.Name && dir.Leaderboard != filepath.Base(lb.ProblemDir) {
+	if dir.Leaderboard != "" && !answersTo(lb, dir.Leaderboard) {
 		return nil, disagree
 	}
 	gpu, err := s.pickGPU(lb, req.GPU, dir.GPUs)

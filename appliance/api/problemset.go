@@ -44,16 +44,12 @@ func UnpackProblemSet(r io.Reader, parent string) (string, error) {
 		os.RemoveAll(dir)
 		return "", err
 	}
-	// A body over the upload cap, or one that stopped arriving, shows up
-	// as a read error anywhere below.
+	// A body over the upload cap shows up as a read error anywhere below.
 	damaged := func(format string, args ...any) (string, error) {
 		var mbe *http.MaxBytesError
 		for _, a := range args {
 			if e, ok := a.(error); ok && errors.As(e, &mbe) {
 				return fail(Errorf(CodeTooLarge, "the problem set is over the %d-byte upload limit", mbe.Limit))
-			}
-			if e, ok := a.(error); ok && errors.Is(e, os.ErrDeadlineExceeded) {
-				return fail(e)
 			}
 		}
 		return fail(Errorf(CodeInvalid, format, args...))

@@ -113,19 +113,6 @@ type LeaderboardChange struct {
 	GPUs []string `json:"gpus,omitempty"`
 }
 
-// ValidGPUType says what is wrong with a GPU type's name, or nil.
-func ValidGPUType(g string) error {
-	if len(g) == 0 || len(g) > 32 {
-		return Errorf(CodeInvalid, "GPU type %q: want 1 to 32 characters", g)
-	}
-	for _, r := range g {
-		if !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.' || r == '+') {
-			return Errorf(CodeInvalid, "GPU type %q: want letters, digits and _ - . + only", g)
-		}
-	}
-	return nil
-}
-
 // RankRow is one user's best on a leaderboard and GPU type.
 type RankRow struct {
 	Rank       int       `json:"rank"`

@@ -101,7 +101,7 @@ func (s *Store) PutLeaderboards(ctx context.Context, specs []LeaderboardSpec, op
 		return nil, fmt.Errorf("put leaderboards: source %q", opt.Source)
 	}
 	for _, spec := range specs {
-		if err := validName("leaderboard", spec.Name); err != nil {
+		if err := validName("leaderboard name", spec.Name, 64); err != nil {
 			return nil, err
 		}
 		if len(spec.GPUs) == 0 {
@@ -335,7 +335,7 @@ func (s *Store) ChangeLeaderboard(ctx context.Context, name string, ch api.Leade
 		return nil, api.Errorf(api.CodeInvalid, "a leaderboard ranks on at least one GPU type")
 	}
 	for _, g := range ch.GPUs {
-		if err := api.ValidGPUType(g); err != nil {
+		if err := validName("GPU type", g, 32); err != nil {
 			return nil, err
 		}
 	}

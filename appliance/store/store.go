@@ -107,14 +107,15 @@ func isUnique(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
 }
 
-// validName keeps user and leaderboard names safe in URLs, paths and logs.
-func validName(kind, name string) error {
-	if name == "" || len(name) > 64 {
-		return api.Errorf(api.CodeInvalid, "%s name %q: want 1 to 64 characters", kind, name)
+// validName keeps user, leaderboard and GPU type names safe in URLs,
+// paths and logs; what names the kind ("user name").
+func validName(what, name string, maxLen int) error {
+	if name == "" || len(name) > maxLen {
+		return api.Errorf(api.CodeInvalid, "%s %q: want 1 to %d characters", what, name, maxLen)
 	}
 	for _, r := range name {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
-			return api.Errorf(api.CodeInvalid, "%s name %q: use letters, digits, '-', '_' and '.' only", kind, name)
+			return api.Errorf(api.CodeInvalid, "%s %q: use letters, digits, '-', '_' and '.' only", what, name)
 		}
 	}
 	return nil
@@ -122,7 +123,7 @@ func validName(kind, name string) error {
 
 // CreateUser adds a user and returns it with its first API token.
 func (s *Store) CreateUser(ctx context.Context, name string, role api.Role) (*User, string, error) {
-	if err := validName("user", name); err != nil {
+	if err := validName("user name", name, 64); err != nil {
 		return nil, "", err
 	}
 	var u *User
@@ -363,7 +364,7 @@ func (s *Store) CreateInvite(ctx context.Context, inv api.Invite) (string, error
 // Register redeems an invite: it creates the user, makes them a member of
 // the invite's leaderboards and returns their token, in one transaction.
 func (s *Store) Register(ctx context.Context, code, name string) (*User, string, error) {
-	if err := validName("user", name); err != nil {
+	if err := validName("user name", name, 64); err != nil {
 		return nil, "", err
 	}
 	var u *User
