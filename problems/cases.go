@@ -67,6 +67,18 @@ func checkCaseKey(k string) error {
 }
 
 func checkCaseValue(v string) error {
+	if inner, ok := strings.CutPrefix(v, "["); ok && strings.HasSuffix(inner, "]") {
+		inner = strings.TrimSuffix(inner, "]")
+		if strings.TrimSpace(inner) == "" {
+			return nil
+		}
+		for _, it := range strings.Split(inner, ",") {
+			if !caseValueRE.MatchString(strings.TrimSpace(it)) {
+				return fmt.Errorf("list %q must hold numbers, true/false or words of letters, digits, _ . + -", v)
+			}
+		}
+		return nil
+	}
 	if !caseValueRE.MatchString(v) {
 		return fmt.Errorf("value %q must be a number, true/false or a word of letters, digits, _ . + -", v)
 	}

@@ -404,15 +404,12 @@ func parseCases(c *collector, field string, n *yaml.Node) []Case {
 				c.add(k.Line, cf, "%v", err)
 				continue
 			}
-			if v.Kind != yaml.ScalarNode || isNull(v) {
-				c.add(v.Line, cf+"."+k.Value, "must be a number, true/false or a word, got %s; lists need a custom harness", kindName(v))
-				continue
-			}
-			if err := checkCaseValue(v.Value); err != nil {
+			val, err := caseValue(v)
+			if err != nil {
 				c.add(v.Line, cf+"."+k.Value, "%v", err)
 				continue
 			}
-			cs.Set(k.Value, v.Value)
+			cs.Set(k.Value, val)
 		}
 		if item.Kind == yaml.MappingNode && len(item.Content) == 0 {
 			c.add(item.Line, cf, "is empty")
@@ -423,6 +420,29 @@ func parseCases(c *collector, field string, n *yaml.Node) []Case {
 		c.add(n.Line, field, "has no cases")
 	}
 	return out
+}
+
+// caseValue is a case's value as the cases file carries it: a scalar's
+// text, or a flat list of scalars written as Python prints a list
+// ("[96, 128]"), which KernelBot's grouped-GEMM harness reads back.
+func caseValue(v *yaml.Node) (string, error) {
+	if v.Kind == yaml.SequenceNode {
+		items := make([]string, len(v.Content))
+		for i, it := range v.Content {
+			if it.Kind != yaml.ScalarNode || isNull(it) {
+				return "", fmt.Errorf("a list value holds only numbers, true/false or words, got %s", kindName(it))
+			}
+			if err := checkCaseValue(it.Value); err != nil {
+				return "", err
+			}
+			items[i] = it.Value
+		}
+		return "[" + strings.Join(items, ", ") + "]", nil
+	}
+	if v.Kind != yaml.ScalarNode || isNull(v) {
+		return "", fmt.Errorf("must be a number, true/false, a word or a list of them, got %s", kindName(v))
+	}
+	return v.Value, checkCaseValue(v.Value)
 }
 
 func parseTimeout(c *collector, field string, n *yaml.Node) time.Duration {
@@ -486,6 +506,11 @@ func validateTask(c *collector, t *Task, present map[string]*yaml.Node) {
 				}
 			} else if len(cs.Keys) > 0 {
 				t.Warnings = append(t.Warnings, fmt.Sprintf("%s: %s has no seed: its inputs are the same for every contestant and cannot be re-seeded in secret runs", c.file, cf))
+			}
+			for _, k := range cs.Keys {
+				if strings.HasPrefix(cs.Values[k], "[") && t.Harness == HarnessKernelbox {
+					c.add(lineOf(present[set.field]), cf+"."+k, "is a list, which the kernelbox harness does not read; a problem with lists brings its own harness (KernelBot's contract)")
+				}
 			}
 			if t.MultiGPU {
 				ws, ok := cs.Get("world_size")

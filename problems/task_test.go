@@ -64,6 +64,28 @@ func TestLoadTask_Valid(t *testing.T) {
 	}
 }
 
+// TestLoadTask_ListCases: a list-valued case (KernelBot's grouped GEMM:
+// `m: [96, 128]`) reaches a problem's own harness as Python prints the
+// list, and the cases file reads back (issue 19).
+func TestLoadTask_ListCases(t *testing.T) {
+	t.Parallel()
+	task, err := LoadTask(writeProblem(t, strings.Replace(validTask, "{size: 127, seed: 1}", `{"m": [96, 128], "k": [256], "g": 2, "seed": 1111}`, 1)))
+	if err != nil {
+		t.Fatalf("LoadTask() = %v", err)
+	}
+	file := FormatCases(task.Tests)
+	if want := "m: [96, 128]; k: [256]; g: 2; seed: 1111\nsize: 128; seed: 2\n"; file != want {
+		t.Errorf("FormatCases(tests) = %q, want %q", file, want)
+	}
+	back, err := ParseCases(strings.NewReader(file))
+	if err != nil {
+		t.Fatalf("ParseCases() = %v", err)
+	}
+	if diff := cmp.Diff(task.Tests, back); diff != "" {
+		t.Errorf("cases read back differ (-loaded +read):\n%s", diff)
+	}
+}
+
 func TestLoadTask_Invalid(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -82,7 +104,9 @@ func TestLoadTask_Invalid(t *testing.T) {
 		{"main not a file", strings.Replace(validTask, "config: {main: eval.py}", "config: {main: run.py}", 1), []string{`config.main: "run.py" is not one of the files`}},
 		{"timeout type", strings.Replace(validTask, "test_timeout: 60", "test_timeout: soon", 1), []string{`task.yml:13: test_timeout: must be an integer, got the scalar "soon"`}},
 		{"timeout range", strings.Replace(validTask, "test_timeout: 60", "test_timeout: -5", 1), []string{"test_timeout: must be between 1 and 86400 seconds, got -5"}},
-		{"case list value", strings.Replace(validTask, "{size: 127, seed: 1}", "{size: [1, 2], seed: 1}", 1), []string{"tests[0].size: must be a number, true/false or a word, got a list"}},
+		{"case list for our harness", strings.Replace(validTask, "{size: 127, seed: 1}", "{size: [1, 2], seed: 1}", 1) + "harness: kernelbox\n", []string{"tests[0].size: is a list, which the kernelbox harness does not read"}},
+		{"case nested list", strings.Replace(validTask, "{size: 127, seed: 1}", "{size: [1, [2]], seed: 1}", 1), []string{"tests[0].size: a list value holds only numbers, true/false or words, got a list"}},
+		{"case map value", strings.Replace(validTask, "{size: 127, seed: 1}", "{size: {a: 1}, seed: 1}", 1), []string{"tests[0].size: must be a number, true/false, a word or a list of them, got a mapping"}},
 		{"case bad value", strings.Replace(validTask, "{size: 127, seed: 1}", `{size: "1; 2", seed: 1}`, 1), []string{`tests[0].size: value "1; 2" must be`}},
 		{"case bad seed", strings.Replace(validTask, "{size: 127, seed: 1}", "{size: 127, seed: abc}", 1), []string{`tests[0].seed: must be an integer, got "abc"`}},
 		{"no cases", strings.Replace(validTask, "benchmarks:\n  - {size: 4096, seed: 3}", "benchmarks: []", 1), []string{"benchmarks: has no cases"}},
