@@ -69,7 +69,7 @@ func (a *API) adminInvite(w http.ResponseWriter, r *http.Request) error {
 
 func (a *API) adminProblems(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	how := api.ProblemLoad{File: q.Get("file"), Name: q.Get("name")}
+	how := api.ProblemLoad{File: q.Get("file"), Dir: q.Get("dir"), Name: q.Get("name")}
 	for key, to := range map[string]*bool{"replace": &how.Replace, "dry_run": &how.DryRun} {
 		if v := q.Get(key); v != "" {
 			b, err := strconv.ParseBool(v)

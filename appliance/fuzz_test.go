@@ -103,7 +103,7 @@ func quickService(tb testing.TB, name string) (*Service, *store.Store) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := svc.loadProblemSet(tb.Context(), quick, "", name, store.LoadOptions{Source: store.SourceUpload}); err != nil {
+	if _, err := svc.loadProblemSet(tb.Context(), quick, api.ProblemLoad{Name: name}, store.LoadOptions{Source: store.SourceUpload}); err != nil {
 		tb.Fatal(err)
 	}
 	return svc, st

@@ -1,10 +1,15 @@
 package appliance
 
 import (
+	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"kernelbox/appliance/api"
+	"kernelbox/internal/testutil"
 )
 
 // TestSubmit_KernelBotDirectives: a file's `#!POPCORN leaderboard` may name
@@ -41,5 +46,51 @@ func TestSubmit_KernelBotDirectives(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%s: %v; want an error saying %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestDaemon_KernelBotLayouts: problem directories in reference-kernels'
+// layout load one at a time with the files their task.yml takes from
+// above (../eval.py, ../../utils.py, a ../template.py), list-valued cases
+// reach the problem's own harness, and the competition file over them
+// loads whole (issue 19; before, 39 of reference-kernels' 42 directories
+// were refused for the `../` files the upload left out).
+func TestDaemon_KernelBotLayouts(t *testing.T) {
+	t.Parallel()
+	td := startDaemon(t, t.TempDir(), nil)
+	_, ann := td.user("ann")
+	fixture := filepath.Join(testutil.RepoRoot(), "problems", "testdata", "kernelbot")
+	for _, tc := range []struct{ dir, lb string }{
+		{"identity_py", "identity_py"},
+		{"linalg/ident_py", "ident_py"},      // ../../eval.py, ../../utils.py
+		{"grouped/ident_list", "ident_list"}, // ../eval_grouped.py as eval.py, lists
+	} {
+		dir := filepath.Join(fixture, filepath.FromSlash(tc.dir))
+		if out, errOut, code := td.cli(td.token, "admin", "problems", "load", dir); code != 0 {
+			t.Fatalf("admin problems load %s = exit %d\n%s%s", tc.dir, code, out, errOut)
+		}
+		out, errOut, code := td.cli(ann, "submit", filepath.Join(dir, "submission.py"), "-l", tc.lb, "-m", "test", "--json")
+		var res api.SubmitResult
+		if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 || !res.Passed || len(res.Tests) < 2 {
+			t.Errorf("submit to %s = exit %d, %+v (%v)\n%s", tc.lb, code, res, err, errOut)
+		}
+	}
+	out, errOut, code := td.cli(ann, "problems", "template", "ident_py", "Python")
+	if code != 0 || !strings.Contains(out, "family-level template") {
+		t.Errorf("problems template ident_py Python = exit %d, %q; want linalg/template.py\n%s", code, out, errOut)
+	}
+
+	out, errOut, code = td.cli(td.token, "admin", "problems", "load", filepath.Join(fixture, "kernelbot.yaml"), "--json")
+	var loaded []api.LoadedProblem
+	if err := json.Unmarshal([]byte(out), &loaded); err != nil || code != 0 {
+		t.Fatalf("admin problems load kernelbot.yaml = exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	got := map[string]string{}
+	for _, l := range loaded {
+		got[l.Leaderboard] = l.Action + " " + strings.Join(l.GPUs, ",")
+	}
+	want := map[string]string{"identity_v2": "created B200,H100", "ident": "created B200_Nebius", "ident_grouped": "created NVIDIA,B200"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("loaded (-want +got):\n%s", diff)
 	}
 }

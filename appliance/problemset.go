@@ -14,15 +14,18 @@ import (
 )
 
 // loadProblemSet puts a problem set that lies under root on the leaderboards:
-// file names a competition file inside root (KernelBot's format), or is
-// empty when root itself is one problem (a task.yml), which becomes the
-// leaderboard name. A competition whose file is broken, or a single
+// at.File names a competition file inside root (KernelBot's format), or is
+// empty when one problem (a task.yml) is at root or at.Dir below it, which
+// becomes the leaderboard at.Name. A competition whose file is broken, or a single
 // problem that does not load, changes nothing and is an error; a
 // competition's problems that do not load are answered as invalid and
 // the others load. Paths in messages are relative to root: an upload's
 // lies in the server's data directory, which is nobody's business.
-func (s *Service) loadProblemSet(ctx context.Context, root, file, name string, opt store.LoadOptions) ([]api.LoadedProblem, error) {
-	hide := func(msg string) string { return strings.ReplaceAll(msg, root+string(filepath.Separator), "") }
+func (s *Service) loadProblemSet(ctx context.Context, root string, at api.ProblemLoad, opt store.LoadOptions) ([]api.LoadedProblem, error) {
+	hide := func(msg string) string {
+		return strings.ReplaceAll(strings.ReplaceAll(msg, root+string(filepath.Separator), ""), root, ".")
+	}
+	file, name := at.File, at.Name
 	var entries []problems.CompetitionProblem
 	var bad []api.LoadedProblem
 	if file != "" {
@@ -35,7 +38,7 @@ func (s *Service) loadProblemSet(ctx context.Context, root, file, name string, o
 		}
 		entries = comp.Problems
 	} else {
-		t, err := problems.LoadTask(root)
+		t, err := problems.LoadTask(filepath.Join(root, filepath.FromSlash(at.Dir)))
 		if err != nil {
 			return nil, api.Errorf(api.CodeInvalid, "%s", hide(err.Error()))
 		}
@@ -48,7 +51,7 @@ func (s *Service) loadProblemSet(ctx context.Context, root, file, name string, o
 	for _, p := range entries {
 		if err := insideRoot(root, p.Task); err != nil {
 			if file == "" {
-				return nil, err
+				return nil, api.Errorf(api.CodeInvalid, "%s", hide(err.Error()))
 			}
 			bad = append(bad, api.LoadedProblem{Leaderboard: p.Name, Action: api.LoadInvalid, Error: hide(err.Error())})
 			continue
@@ -184,12 +187,9 @@ func insideRoot(root string, t *problems.Task) error {
 	if !within(t.Dir) {
 		return api.Errorf(api.CodeInvalid, "problem %s: its directory is outside the problem set", t.Name)
 	}
-	for _, f := range t.Files {
-		if f.Source == problems.SubmissionPlaceholder {
-			continue
-		}
-		if !within(filepath.Join(t.Dir, filepath.FromSlash(f.Source))) {
-			return api.Errorf(api.CodeInvalid, "problem %s: file %s comes from outside the problem set (%s)", t.Name, f.Name, f.Source)
+	for _, src := range t.Sources() {
+		if !within(filepath.Join(t.Dir, filepath.FromSlash(src))) {
+			return api.Errorf(api.CodeInvalid, "problem %s: %s comes from outside the problem set", t.Name, src)
 		}
 	}
 	return nil
@@ -204,5 +204,5 @@ func (s *Service) loadLibrary(ctx context.Context, dir string) ([]api.LoadedProb
 	if err := problems.ExportLibrary(dir); err != nil {
 		return nil, fmt.Errorf("load library: %w", err)
 	}
-	return s.loadProblemSet(ctx, dir, problems.LibraryCompetition, "", store.LoadOptions{Source: store.SourceLibrary})
+	return s.loadProblemSet(ctx, dir, api.ProblemLoad{File: problems.LibraryCompetition}, store.LoadOptions{Source: store.SourceLibrary})
 }

@@ -57,7 +57,7 @@ func newRunnerBundle(t *testing.T, script ...sandboxtest.Step) *runnerBundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.loadProblemSet(ctx, quick, "", "quick", store.LoadOptions{Source: store.SourceUpload, Replace: true}); err != nil {
+	if _, err := svc.loadProblemSet(ctx, quick, api.ProblemLoad{Name: "quick"}, store.LoadOptions{Source: store.SourceUpload, Replace: true}); err != nil {
 		t.Fatal(err)
 	}
 	u, _, err := st.CreateUser(ctx, "ann", api.RoleContestant)

@@ -114,12 +114,17 @@ func (s *Service) LoadProblems(ctx context.Context, me *store.User, archive io.R
 	if err != nil {
 		return nil, err
 	}
-	file := how.File
-	if file != "" && (filepath.IsAbs(file) || strings.HasPrefix(filepath.Clean(file), "..")) {
-		os.RemoveAll(dir)
-		return nil, api.Errorf(api.CodeInvalid, "file %q must be a path inside the uploaded set", file)
+	for key, p := range map[string]string{"file": how.File, "dir": how.Dir} {
+		if p != "" && (filepath.IsAbs(p) || strings.HasPrefix(filepath.Clean(p), "..")) {
+			os.RemoveAll(dir)
+			return nil, api.Errorf(api.CodeInvalid, "%s %q must be a path inside the uploaded set", key, p)
+		}
 	}
-	loaded, err := s.loadProblemSet(ctx, dir, file, how.Name, store.LoadOptions{Source: store.SourceUpload, Replace: how.Replace, DryRun: how.DryRun})
+	if how.File != "" && how.Dir != "" {
+		os.RemoveAll(dir)
+		return nil, api.Errorf(api.CodeInvalid, "give file (a competition) or dir (one problem), not both")
+	}
+	loaded, err := s.loadProblemSet(ctx, dir, how, store.LoadOptions{Source: store.SourceUpload, Replace: how.Replace, DryRun: how.DryRun})
 	used := false
 	for _, l := range loaded {
 		used = used || api.Loads(l.Action)

@@ -18,19 +18,7 @@ import (
 // changed on disk afterwards (an edited eval.py gives wrong verdicts) is
 // caught instead of trusted.
 func (t *Task) Fingerprint() (string, error) {
-	paths := map[string]bool{"task.yml": true}
-	for _, f := range t.Files {
-		if f.Source != SubmissionPlaceholder {
-			paths[filepath.ToSlash(filepath.Clean(f.Source))] = true
-		}
-	}
-	for _, rel := range t.Templates {
-		paths[filepath.ToSlash(filepath.Clean(rel))] = true
-	}
-	sorted := make([]string, 0, len(paths))
-	for p := range paths {
-		sorted = append(sorted, p)
-	}
+	sorted := append([]string{"task.yml"}, t.Sources()...)
 	sort.Strings(sorted)
 	all := sha256.New()
 	for _, p := range sorted {
@@ -41,6 +29,35 @@ func (t *Task) Fingerprint() (string, error) {
 		fmt.Fprintf(all, "%s %s\n", sum, p)
 	}
 	return hex.EncodeToString(all.Sum(nil)), nil
+}
+
+// Sources lists, once each and relative to the task directory, every
+// file the task reads besides task.yml: the files a run is given (the
+// contestant's aside) and the templates. KernelBot's may lie above the
+// directory (`../eval.py`).
+func (t *Task) Sources() []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(src string) {
+		if src = filepath.ToSlash(filepath.Clean(src)); !seen[src] {
+			seen[src] = true
+			out = append(out, src)
+		}
+	}
+	for _, f := range t.Files {
+		if f.Source != SubmissionPlaceholder {
+			add(f.Source)
+		}
+	}
+	keys := make([]string, 0, len(t.Templates))
+	for k := range t.Templates {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		add(t.Templates[k])
+	}
+	return out
 }
 
 func fileSHA(path string) (string, error) {

@@ -317,6 +317,9 @@ func (c *Client) LoadProblems(ctx context.Context, archive io.Reader, how Proble
 	if how.File != "" {
 		q.Set("file", how.File)
 	}
+	if how.Dir != "" {
+		q.Set("dir", how.Dir)
+	}
 	if how.Name != "" {
 		q.Set("name", how.Name)
 	}

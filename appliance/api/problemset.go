@@ -118,18 +118,40 @@ func mkdirError(name string, err error) error {
 	return fmt.Errorf("unpack problem set: %w", err)
 }
 
-// PackProblemSet writes dir as a gzipped tar, leaving out hidden entries
-// and Python caches: what `kernelbox admin problems load` uploads.
-func PackProblemSet(w io.Writer, dir string) error {
+// PackProblemSet writes root as a gzipped tar, or only the given entries
+// of it (files or directories, relative to root) when there are some,
+// leaving out hidden entries and Python caches: what `kernelbox admin
+// problems load` uploads. Entries keep their place under root, so a
+// problem's `../eval.py` arrives beside its directory as it was.
+func PackProblemSet(w io.Writer, root string, entries ...string) error {
+	if len(entries) == 0 {
+		entries = []string{"."}
+	}
 	zw := gzip.NewWriter(w)
 	tw := tar.NewWriter(zw)
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	written := map[string]bool{}
+	for _, e := range entries {
+		if err := packTree(tw, root, filepath.Join(root, e), written); err != nil {
+			return fmt.Errorf("pack %s: %w", filepath.Join(root, e), err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return zw.Close()
+}
+
+// packTree writes top (under root) and what lies below it; the
+// directories above it are made by UnpackProblemSet. written keeps an
+// entry named twice from being packed twice.
+func packTree(tw *tar.Writer, root, top string, written map[string]bool) error {
+	return filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil || rel == "." {
-			return err
+		rel, err := filepath.Rel(root, p)
+		if err != nil || rel == "." || written[rel] {
+			return err // a directory packed already is still walked: an entry may lie below it
 		}
 		base := d.Name()
 		if strings.HasPrefix(base, ".") || base == "__pycache__" || base == "node_modules" {
@@ -149,6 +171,7 @@ func PackProblemSet(w io.Writer, dir string) error {
 		if err != nil {
 			return err
 		}
+		written[rel] = true
 		h.Name = filepath.ToSlash(rel)
 		if info.IsDir() {
 			h.Name += "/"
@@ -168,11 +191,4 @@ func PackProblemSet(w io.Writer, dir string) error {
 		_, err = io.Copy(tw, f)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("pack %s: %w", dir, err)
-	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	return zw.Close()
 }

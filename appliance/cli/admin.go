@@ -276,20 +276,27 @@ func runLoadProblems(c *cli.Context) error {
 	if err != nil {
 		return usageError("admin problems load: %v", err)
 	}
-	dir, file, name := path, "", ""
-	if abs, err := filepath.Abs(path); err == nil && st.IsDir() {
-		name = filepath.Base(abs)
-	}
-	if !st.IsDir() {
-		dir, file = filepath.Dir(path), filepath.Base(path)
-	} else if _, err := os.Stat(filepath.Join(path, "task.yml")); err != nil {
-		return usageError("admin problems load: %s has no task.yml; give the competition .yaml file for a problem set", path)
-	}
 	var buf bytes.Buffer
-	if err := api.PackProblemSet(&buf, dir); err != nil {
-		return usageError("admin problems load: %v", err)
+	how := api.ProblemLoad{Replace: c.Bool("replace"), DryRun: c.Bool("dry-run")}
+	if st.IsDir() {
+		if _, err := os.Stat(filepath.Join(path, "task.yml")); err != nil {
+			return usageError("admin problems load: %s has no task.yml; give the competition .yaml file for a problem set", path)
+		}
+		root, entries, err := problemUpload(path)
+		if err != nil {
+			return usageError("admin problems load: %v", err)
+		}
+		how.Dir, how.Name = filepath.ToSlash(entries[0]), filepath.Base(filepath.Join(root, entries[0]))
+		err = api.PackProblemSet(&buf, root, entries...)
+		if err != nil {
+			return usageError("admin problems load: %v", err)
+		}
+	} else {
+		how.File = filepath.Base(path)
+		if err := api.PackProblemSet(&buf, filepath.Dir(path)); err != nil {
+			return usageError("admin problems load: %v", err)
+		}
 	}
-	how := api.ProblemLoad{File: file, Name: name, Replace: c.Bool("replace"), DryRun: c.Bool("dry-run")}
 	return clientAction(func(c *cli.Context, cl *api.Client) error {
 		loaded, err := cl.LoadProblems(c.Context, &buf, how)
 		if err != nil {
@@ -318,6 +325,62 @@ func runLoadProblems(c *cli.Context) error {
 		}
 		return err
 	})(c)
+}
+
+// maxClimb is how far above a problem directory a directory load takes
+// files from: KernelBot's deepest is linalg's ../../pmpp_v2/utils.py.
+// Further up lies the organiser's own machine, which a downloaded
+// task.yml must not be able to ship to the box.
+const maxClimb = 2
+
+// problemUpload says what to upload for one problem directory: the
+// directory and every file its task.yml takes from outside it (KernelBot's
+// problems share `../eval.py` and `../utils.py` with their family), as
+// entries relative to their closest common ancestor, the directory first.
+func problemUpload(dir string) (root string, entries []string, err error) {
+	t, err := problems.LoadTask(dir)
+	if err != nil {
+		return "", nil, err
+	}
+	root = t.Dir
+	var outside []string
+	for _, src := range t.Sources() {
+		p := filepath.Join(t.Dir, filepath.FromSlash(src))
+		if below(t.Dir, p) {
+			continue
+		}
+		top := t.Dir
+		for climb := 0; !below(top, p); climb++ {
+			if climb == maxClimb {
+				return "", nil, fmt.Errorf("problem %s: %s lies more than %d directories above it, outside the problem set a directory load uploads; load the set's competition file instead", t.Name, src, maxClimb)
+			}
+			top = filepath.Dir(top)
+		}
+		rel, _ := filepath.Rel(top, p)
+		for _, part := range strings.Split(rel, string(filepath.Separator)) {
+			if strings.HasPrefix(part, ".") {
+				return "", nil, fmt.Errorf("problem %s: %s is a hidden file, outside the problem set a directory load uploads", t.Name, src)
+			}
+		}
+		if len(top) < len(root) {
+			root = top
+		}
+		outside = append(outside, p)
+	}
+	for _, p := range append([]string{t.Dir}, outside...) {
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return "", nil, err
+		}
+		entries = append(entries, rel)
+	}
+	return root, entries, nil
+}
+
+// below says whether p is dir or lies under it (both clean and absolute).
+func below(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // printLoaded writes one line for a problem of a loaded set, and its
