@@ -37,14 +37,24 @@ type CheckOptions struct {
 
 var requiresRE = regexp.MustCompile(`^\s*(?:#|//)\s*kernelbox:\s*requires\s+([A-Za-z0-9_]+)\s*$`)
 
+// gpuOnlyRE finds what only runs on a GPU in a fixture that does not say
+// so: KernelBot's fixtures carry no requires line, and a Triton kernel or
+// a load_inline extension run on the CPU backend fails for that alone.
+var gpuOnlyRE = regexp.MustCompile(`(?m)^\s*(?:import triton|from triton\b)|\bload_inline\s*\(`)
+
 // FixtureRequires reads a fixture's "# kernelbox: requires cuda" line, for
-// fixtures that only run on a GPU (Triton, CUDA). It returns "" for none.
+// fixtures that only run on a GPU (Triton, CUDA), and otherwise says cuda
+// for a Python fixture that imports triton or builds a load_inline
+// extension. It returns "" for none.
 func FixtureRequires(src []byte) string {
 	sc := bufio.NewScanner(bytes.NewReader(src))
 	for n := 0; sc.Scan() && n < 20; n++ {
 		if m := requiresRE.FindStringSubmatch(sc.Text()); m != nil {
 			return m[1]
 		}
+	}
+	if gpuOnlyRE.Match(src) {
+		return "cuda"
 	}
 	return ""
 }
@@ -57,8 +67,14 @@ func CheckProblem(ctx context.Context, l Launcher, t *Task, opts CheckOptions) (
 	if err != nil {
 		return nil, err
 	}
-	if len(fx.Correct) == 0 || len(fx.Wrong) == 0 {
-		return nil, fmt.Errorf("check %s: needs at least one fixture in solutions/correct and one in solutions/wrong: %w", t.Name, ErrInvalid)
+	// KernelBot's problems mostly ship only submission.py, a correct
+	// solution: it stands in for solutions/correct.
+	if len(fx.Correct) == 0 {
+		sub := filepath.Join(t.Dir, "submission.py")
+		if _, err := os.Stat(sub); err != nil {
+			return nil, fmt.Errorf("check %s: needs a correct fixture, in solutions/correct or as submission.py: %w", t.Name, ErrInvalid)
+		}
+		fx.Correct = []string{sub}
 	}
 	type job struct {
 		path, want string
@@ -82,6 +98,10 @@ func CheckProblem(ctx context.Context, l Launcher, t *Task, opts CheckOptions) (
 		}
 	}
 	var out []FixtureResult
+	if len(fx.Wrong) == 0 {
+		out = append(out, FixtureResult{Path: filepath.Join(t.Dir, "solutions", "wrong"), Want: "fail", Mode: ModeTest, OK: true,
+			Skipped: "there is no wrong fixture: nothing shows the check refuses a wrong answer"})
+	}
 	for n, j := range jobs {
 		fr := FixtureResult{Path: j.path, Want: j.want, Mode: j.mode}
 		src, err := os.ReadFile(j.path)

@@ -62,3 +62,53 @@ func TestEval_PhysicsFloor(t *testing.T) {
 		}
 	}
 }
+
+// TestProblemsCheck_KernelBotLayouts: `problems check` over a competition
+// in reference-kernels' form checks every problem that loads, with
+// submission.py standing in for a missing solutions/correct and the
+// missing solutions/wrong named, and names the one that does not load
+// instead of stopping at it (issue 19: pmpp_v2.yaml stopped at its first
+// problem, nvidia.yaml checked none of its good four).
+func TestProblemsCheck_KernelBotLayouts(t *testing.T) {
+	t.Parallel()
+	it := testutil.RequireTorch(t)
+	set := t.TempDir()
+	if err := os.CopyFS(set, os.DirFS(filepath.Join(testutil.RepoRoot(), "problems", "testdata", "kernelbot"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(set, "broken"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	comp := "name: mixed\nproblems:\n  - {directory: identity_py, name: a}\n  - {directory: broken, name: b}\n" +
+		"  - {directory: linalg/ident_py, name: c}\n  - {directory: grouped/ident_list, name: d}\n  - {directory: identity_py, name: e, gpus: [B200]}\n"
+	for name, body := range map[string]string{"broken/task.yml": "files: [\n", "mixed.yaml": comp} {
+		if err := os.WriteFile(filepath.Join(set, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stdout, stderr, code := runCLI(t, "problems", "check", "--python", it.Path, "--no-rank", filepath.Join(set, "mixed.yaml"))
+	if code != api.ExitUsage {
+		t.Errorf("exit %d, want %d (a problem did not load)", code, api.ExitUsage)
+	}
+	for _, want := range []string{"broken/task.yml", "not checked, they do not load"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	wants := []string{
+		"ident_py: task.yml valid", "ident_list: task.yml valid",
+		"✓ ident_list/submission.py", "✓ ident_py/submission.py",
+		"- solutions/wrong", "there is no wrong fixture",
+	}
+	if it.Device == "cpu" {
+		wants = append(wants, "skipped: does not run on cpu (gpus: B200)")
+	}
+	for _, want := range wants {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s\nstderr:\n%s", want, stdout, stderr)
+		}
+	}
+	if strings.Contains(stdout, "✗") {
+		t.Errorf("a fixture misbehaved:\n%s", stdout)
+	}
+}

@@ -134,10 +134,32 @@ func problemsCommand() *cli.Command {
 	}
 }
 
-// loadTargets expands check arguments into tasks: a problem directory, a
-// competition file (all its problems) or a bundled problem's name.
-func loadTargets(args []string, scratch string) ([]*problems.Task, error) {
-	var tasks []*problems.Task
+// A checkTarget is a problem to check and the GPU types it runs on (its
+// competition's, else its task.yml's).
+type checkTarget struct {
+	task *problems.Task
+	gpus []string
+}
+
+// runsOn says whether a problem listing gpus runs on device (cpu, or cuda
+// for any GPU type: the box's own name for its GPUs is not the question).
+func (ct checkTarget) runsOn(device string) bool {
+	if len(ct.gpus) == 0 {
+		return true
+	}
+	for _, g := range ct.gpus {
+		if strings.EqualFold(g, "cpu") == (device == "cpu") {
+			return true
+		}
+	}
+	return false
+}
+
+// loadTargets expands check arguments into problems: a problem directory,
+// a competition file (all its problems) or a bundled problem's name. The
+// error names every one that did not load; the others are still returned.
+func loadTargets(args []string, scratch string) ([]checkTarget, error) {
+	var tasks []checkTarget
 	var errs []error
 	for _, a := range args {
 		if st, err := os.Stat(a); err == nil && !st.IsDir() {
@@ -147,7 +169,11 @@ func loadTargets(args []string, scratch string) ([]*problems.Task, error) {
 				continue
 			}
 			for _, p := range comp.Problems {
-				tasks = append(tasks, p.Task)
+				gpus := p.GPUs
+				if len(gpus) == 0 {
+					gpus = p.Task.GPUs
+				}
+				tasks = append(tasks, checkTarget{p.Task, gpus})
 			}
 			if err := comp.BadErr(); err != nil {
 				errs = append(errs, err) // check names every problem that does not load
@@ -164,7 +190,7 @@ func loadTargets(args []string, scratch string) ([]*problems.Task, error) {
 			errs = append(errs, err)
 			continue
 		}
-		tasks = append(tasks, t)
+		tasks = append(tasks, checkTarget{t, t.GPUs})
 	}
 	return tasks, errors.Join(errs...)
 }
@@ -178,27 +204,33 @@ func runCheck(c *cli.Context) error {
 		return usageError("problems check: %v", err)
 	}
 	defer os.RemoveAll(scratch)
-	tasks, err := loadTargets(c.Args().Slice(), scratch)
+	// A problem that does not load, or cannot be checked, is named and
+	// the others are still checked; it makes the exit code 2 at the end.
+	targets, unloaded := loadTargets(c.Args().Slice(), scratch)
 	w := c.App.Writer
-	if err != nil {
-		return &ExitError{Code: api.ExitUsage, Err: err}
+	if len(targets) == 0 && unloaded != nil {
+		return &ExitError{Code: api.ExitUsage, Err: unloaded}
+	}
+	if unloaded != nil {
+		fmt.Fprintf(c.App.ErrWriter, "kernelbox: not checked, they do not load:\n%v\n", unloaded)
 	}
 	it, err := findPython(c)
 	if err != nil {
 		return err
 	}
-	failed := false
+	failed, unchecked := false, 0
 	all := map[string][]problems.FixtureResult{}
-	for _, t := range tasks {
+	for _, ct := range targets {
+		t := ct.task
 		if !c.Bool("json") {
 			fmt.Fprintf(w, "%s: task.yml valid (%d tests, %d benchmarks, ranking_by %s)\n", t.Name, len(t.Tests), len(t.Benchmarks), t.RankingBy)
 			for _, warn := range t.Warnings {
 				fmt.Fprintf(w, "  warning: %s\n", warn)
 			}
 		}
-		if !t.RunsOn(it.Device) {
+		if !ct.runsOn(it.Device) {
 			if !c.Bool("json") {
-				fmt.Fprintf(w, "  skipped: does not run on %s (gpus: %s)\n", it.Device, strings.Join(t.GPUs, ", "))
+				fmt.Fprintf(w, "  skipped: does not run on %s (gpus: %s)\n", it.Device, strings.Join(ct.gpus, ", "))
 			}
 			continue
 		}
@@ -206,7 +238,12 @@ func runCheck(c *cli.Context) error {
 			Python: it, Env: os.Environ(), Scratch: scratch, RankCorrect: !c.Bool("no-rank"), Templates: c.Bool("templates"),
 		})
 		if err != nil {
-			return &ExitError{Code: api.ExitUsage, Err: err}
+			unchecked++
+			fmt.Fprintf(c.App.ErrWriter, "kernelbox: %v\n", err)
+			if !c.Bool("json") {
+				fmt.Fprintf(w, "  not checked: %v\n", err)
+			}
+			continue
 		}
 		all[t.Name] = results
 		for _, r := range results {
@@ -240,7 +277,10 @@ func runCheck(c *cli.Context) error {
 			return usageError("problems check: %v", err)
 		}
 	}
-	if failed {
+	switch {
+	case unloaded != nil || unchecked > 0:
+		return &ExitError{Code: api.ExitUsage, Err: errors.New("problems check: some problems could not be checked (named above)")}
+	case failed:
 		return &ExitError{Code: api.ExitFailed, Err: errors.New("problems check: some fixtures did not behave as they should")}
 	}
 	return nil
