@@ -405,46 +405,56 @@ func judgePhase(name string, out Outcome, ncases int) Phase {
 		ph.Reason = perr.Error()
 	case out.ExitCode != ExitOK:
 		ph.Reason = DescribeExit(out.ExitCode)
-		if f := firstFailure(res); f != "" {
-			ph.Reason += ": " + f
-		}
 	case res.Check == "":
 		ph.Reason = "the harness wrote no verdict"
 	case res.Check != "pass":
 		ph.Reason = "check " + res.Check
-		if f := firstFailure(res); f != "" {
-			ph.Reason += ": " + f
-		}
 	default:
 		ph.Passed = true
 	}
-	if !ph.Passed && ph.Reason != "" {
-		if tail := lastLine(ph.Stderr); tail != "" && (ph.Result == nil || firstFailure(ph.Result) == "") {
-			ph.Reason += " (" + tail + ")"
-		}
+	if ph.Passed || ph.Reason == "" {
+		return ph
+	}
+	f, explained := firstFailure(ph.Result)
+	if f != "" {
+		ph.Reason += ": " + f
+	}
+	// A failure the results do not explain (a harness that died mid-test,
+	// as KernelBot's eval.py does without a GPU) is explained by the
+	// harness's own error line, else by the last line it wrote to stderr.
+	if !explained && ph.Result != nil && ph.Result.Extra["error"] != "" {
+		ph.Reason += " (" + truncate(firstLine(ph.Result.Extra["error"]), 200) + ")"
+	} else if tail := lastLine(ph.Stderr); !explained && tail != "" {
+		ph.Reason += " (" + tail + ")"
 	}
 	return ph
 }
 
-func firstFailure(res *Result) string {
+// firstFailure names the first test or benchmark that failed or never
+// finished, and says whether the harness gave a cause for it.
+func firstFailure(res *Result) (summary string, explained bool) {
 	if res == nil {
-		return ""
+		return "", false
 	}
 	for _, t := range res.Tests {
-		if !t.Passed() {
-			msg := t.Error
-			if msg == "" {
-				msg = t.Message
-			}
-			return fmt.Sprintf("test %d (%s): %s", t.Index, t.Spec, firstLine(msg))
+		if t.Passed() {
+			continue
 		}
+		if t.Status == "" {
+			return fmt.Sprintf("test %d (%s) did not finish", t.Index, t.Spec), false
+		}
+		msg := t.Error
+		if msg == "" {
+			msg = t.Message
+		}
+		return fmt.Sprintf("test %d (%s): %s", t.Index, t.Spec, firstLine(msg)), strings.TrimSpace(msg) != ""
 	}
 	for _, b := range res.Benchmarks {
 		if b.Status == "fail" || b.Error != "" {
-			return fmt.Sprintf("benchmark %d (%s): %s", b.Index, b.Spec, firstLine(b.Error))
+			return fmt.Sprintf("benchmark %d (%s): %s", b.Index, b.Spec, firstLine(b.Error)), strings.TrimSpace(b.Error) != ""
 		}
 	}
-	return ""
+	return "", false
 }
 
 // firstLine summarises a message for a reason: a failed build's errors

@@ -113,6 +113,13 @@ func TestEvaluate_Failures(t *testing.T) {
 		{"crash", "#!/bin/sh\necho boom >&2\nkill -SEGV $$\n", "", "harness killed by segmentation fault", -1, 1},
 		{"garbage on the pipe", "#!/bin/sh\necho 'nonsense' >&3\n", "", "is not key: value", 0, 1},
 		{"hang past the timeout", "#!/bin/sh\nsleep 60 &\nwait\n", "test_timeout: 1\n", "timed out", ExitTimeout, 1},
+		// KernelBot's eval.py without a GPU: the spec, then a traceback.
+		{"dies mid-test", "#!/bin/sh\necho 'test-count: 1' >&3\necho 'test.0.spec: n: 1; seed: 1' >&3\n" +
+			"echo 'Traceback (most recent call last):' >&2\necho 'RuntimeError: Device type CUDA is not supported' >&2\nexit 1\n",
+			"", "exit status 1: test 0 (n: 1; seed: 1) did not finish (RuntimeError: Device type CUDA is not supported)", 1, 1},
+		// princeton's: a top-level error key and a failed check.
+		{"harness error key", "#!/bin/sh\necho 'check: fail' >&3\necho 'error: No CUDA GPU available.' >&3\necho noise >&2\nexit 112\n",
+			"", "wrong result (No CUDA GPU available.)", 112, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
