@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/popcorn"
 	"kernelbox/appliance/store"
 )
 
@@ -68,6 +69,7 @@ func (a *API) Handler() http.Handler {
 	user("GET /api/submissions/{id}", a.submission)
 	user("GET /api/submissions/{id}/events", a.events)
 	user("POST /api/submissions/{id}/cancel", a.cancel)
+	user("DELETE /api/submissions/{id}", a.deleteSubmission)
 	user("GET /api/submissions/{id}/profile", a.profile)
 	user("GET /api/queue", a.queueStatus)
 	user("GET /api/gpus", a.gpus)
@@ -84,6 +86,13 @@ func (a *API) Handler() http.Handler {
 	staff("DELETE /api/admin/submissions/{id}", a.adminDelete)
 	staff("POST /api/admin/gpus/{id}/drain", a.adminDrain)
 	staff("POST /api/admin/gpus/{id}/undrain", a.adminUndrain)
+	// popcorn-cli's protocol, for POPCORN_API_URL=http://BOX/popcorn; its
+	// own errors are popcorn's {"detail": ...}, the body timeout ours.
+	pc := http.StripPrefix("/popcorn", popcorn.New(a.svc, a.log, a.svc.cfg.MaxUploadBytes, a.stopping).Routes())
+	mux.Handle("/popcorn/", a.wrap(func(w http.ResponseWriter, r *http.Request) error {
+		pc.ServeHTTP(w, r)
+		return nil
+	}, false, false))
 	mux.Handle("/", a.wrap(func(w http.ResponseWriter, r *http.Request) error {
 		return api.Errorf(api.CodeNotFound, "no such endpoint: %s %s (docs/api.md lists them)", r.Method, r.URL.Path)
 	}, false, false))
@@ -415,6 +424,17 @@ func (a *API) cancel(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, sub.Submission)
+}
+
+func (a *API) deleteSubmission(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	if err := a.svc.DeleteMySubmission(r.Context(), userOf(r), id); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, api.Deleted{Deleted: id})
 }
 
 func (a *API) gpus(w http.ResponseWriter, r *http.Request) error {

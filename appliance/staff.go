@@ -175,6 +175,21 @@ func (s *Service) Flagged(ctx context.Context) ([]api.Submission, error) {
 	return wireSubmissions(subs), nil
 }
 
+// DeleteMySubmission removes one of u's own submissions, as
+// DeleteSubmission does (staff may remove anyone's): a contestant may take
+// back a submission, and its place in the rankings with it.
+func (s *Service) DeleteMySubmission(ctx context.Context, u *store.User, id int64) error {
+	if _, err := s.visibleSubmission(ctx, u, id); err != nil {
+		return err
+	}
+	return s.DeleteSubmission(ctx, id)
+}
+
+// MySubmissions lists u's own submissions, newest first.
+func (s *Service) MySubmissions(ctx context.Context, u *store.User, leaderboard string, limit int) ([]api.Submission, error) {
+	return s.Submissions(ctx, u, SubmissionQuery{Leaderboard: leaderboard, Limit: limit})
+}
+
 // DeleteSubmission removes a submission, its runs and kept profiles, and
 // cancels its jobs.
 func (s *Service) DeleteSubmission(ctx context.Context, id int64) error {

@@ -359,7 +359,7 @@ func (c *Client) Review(ctx context.Context, id int64, review string) (*Submissi
 
 // DeleteSubmission deletes a submission (staff).
 func (c *Client) DeleteSubmission(ctx context.Context, id int64) error {
-	return c.do(ctx, http.MethodDelete, fmt.Sprintf("/api/admin/submissions/%d", id), nil, nil, "", nil)
+	return c.do(ctx, http.MethodDelete, fmt.Sprintf("/api/submissions/%d", id), nil, nil, "", nil)
 }
 
 // Profile writes a submission's Nsight Compute report to w: run picks one

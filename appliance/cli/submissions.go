@@ -54,6 +54,19 @@ func submissionsCommand() *cli.Command {
 					})
 				}),
 			},
+			{
+				Name:      "delete",
+				Usage:     "delete one of your submissions (its runs, its ranking, its profiles)",
+				ArgsUsage: "ID",
+				Flags:     clientFlags(),
+				Action: idAction(func(c *cli.Context, cl *api.Client, id int64) error {
+					if err := cl.DeleteSubmission(c.Context, id); err != nil {
+						return err
+					}
+					fmt.Fprintf(c.App.Writer, "deleted submission %d\n", id)
+					return nil
+				}),
+			},
 		},
 	}
 }
