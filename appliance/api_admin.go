@@ -3,6 +3,7 @@ package appliance
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"kernelbox/appliance/api"
@@ -69,7 +70,7 @@ func (a *API) adminInvite(w http.ResponseWriter, r *http.Request) error {
 
 func (a *API) adminProblems(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	how := api.ProblemLoad{File: q.Get("file"), Dir: q.Get("dir"), Name: q.Get("name")}
+	how := api.ProblemLoad{File: q.Get("file"), Dir: q.Get("dir"), Name: q.Get("name"), GPUs: splitList(q.Get("gpus"))}
 	for key, to := range map[string]*bool{"replace": &how.Replace, "dry_run": &how.DryRun} {
 		if v := q.Get(key); v != "" {
 			b, err := strconv.ParseBool(v)
@@ -86,6 +87,17 @@ func (a *API) adminProblems(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, api.Loaded{Loaded: loaded, DryRun: how.DryRun})
+}
+
+// splitList reads a comma-separated query value.
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func (a *API) adminLeaderboard(w http.ResponseWriter, r *http.Request) error {

@@ -93,4 +93,17 @@ func TestDaemon_KernelBotLayouts(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("loaded (-want +got):\n%s", diff)
 	}
+	// Loaded again onto the GPU types this box has, the set runs here.
+	out, errOut, code = td.cli(td.token, "admin", "problems", "load", filepath.Join(fixture, "kernelbot.yaml"), "--replace", "--gpus", "cpu", "--json")
+	if err := json.Unmarshal([]byte(out), &loaded); err != nil || code != 0 || len(loaded) != 3 || strings.Join(loaded[1].GPUs, ",") != "cpu" {
+		t.Fatalf("load --gpus cpu = exit %d, %+v (%v)\n%s", code, loaded, err, errOut)
+	}
+	out, errOut, code = td.cli(ann, "submit", filepath.Join(fixture, "grouped", "ident_list", "submission.py"), "-l", "ident_grouped", "-m", "test", "--json")
+	var res api.SubmitResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 || !res.Passed || res.GPU != "cpu" {
+		t.Errorf("submit to ident_grouped = exit %d, %+v (%v)\n%s", code, res, err, errOut)
+	}
+	if _, errOut, code = td.cli(td.token, "admin", "problems", "load", filepath.Join(fixture, "kernelbot.yaml"), "--replace", "--gpus", "H200;rm"); code != api.ExitUsage || !strings.Contains(errOut, `GPU type "H200;rm"`) {
+		t.Errorf("load --gpus 'H200;rm' = exit %d, %s; want the type refused by name", code, errOut)
+	}
 }

@@ -58,6 +58,11 @@ func (s *Service) loadProblemSet(ctx context.Context, root string, at api.Proble
 		}
 		good = append(good, p)
 	}
+	if len(at.GPUs) > 0 {
+		for i := range good {
+			good[i].GPUs = at.GPUs
+		}
+	}
 	out, err := s.putProblems(ctx, good, opt)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"kernelbox/appliance/api"
@@ -100,6 +101,9 @@ func (s *Service) CreateInvite(ctx context.Context, me *store.User, inv api.Invi
 	return api.InviteCode{Invite: code, Role: inv.Role, Uses: max(inv.Uses, 1), Leaderboards: inv.Leaderboards}, nil
 }
 
+// gpuTypeRE is what a GPU type given to a load may be, as an edit's.
+var gpuTypeRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,32}$`)
+
 // LoadProblems unpacks an uploaded problem set under the data directory
 // and loads it as how says: each problem's leaderboard is created, or
 // replaced when how.Replace, or refused when its name is taken; a problem
@@ -118,6 +122,12 @@ func (s *Service) LoadProblems(ctx context.Context, me *store.User, archive io.R
 		if p != "" && (filepath.IsAbs(p) || strings.HasPrefix(filepath.Clean(p), "..")) {
 			os.RemoveAll(dir)
 			return nil, api.Errorf(api.CodeInvalid, "%s %q must be a path inside the uploaded set", key, p)
+		}
+	}
+	for _, g := range how.GPUs {
+		if !gpuTypeRE.MatchString(g) {
+			os.RemoveAll(dir)
+			return nil, api.Errorf(api.CodeInvalid, "GPU type %q: use 1 to 32 letters, digits, '-', '_' and '.'", g)
 		}
 	}
 	if how.File != "" && how.Dir != "" {

@@ -323,6 +323,9 @@ func (c *Client) LoadProblems(ctx context.Context, archive io.Reader, how Proble
 	if how.Name != "" {
 		q.Set("name", how.Name)
 	}
+	if len(how.GPUs) > 0 {
+		q.Set("gpus", strings.Join(how.GPUs, ","))
+	}
 	if how.Replace {
 		q.Set("replace", "true")
 	}

@@ -53,13 +53,14 @@ type DrainRequest struct {
 }
 
 // ProblemLoad is how POST /api/admin/problems loads an uploaded set
-// (its query: file, dir, name, replace, dry_run).
+// (its query: file, dir, name, gpus, replace, dry_run).
 type ProblemLoad struct {
-	File    string // a competition file inside the set, or "" for one problem directory
-	Dir     string // that one problem's directory inside the set ("" for the set itself)
-	Name    string // that one problem's leaderboard name
-	Replace bool   // replace leaderboards of the same names (else each is refused)
-	DryRun  bool   // say what would happen and change nothing
+	File    string   // a competition file inside the set, or "" for one problem directory
+	Dir     string   // that one problem's directory inside the set ("" for the set itself)
+	Name    string   // that one problem's leaderboard name
+	GPUs    []string // the GPU types every problem ranks on, in place of the set's
+	Replace bool     // replace leaderboards of the same names (else each is refused)
+	DryRun  bool     // say what would happen and change nothing
 }
 
 // Loaded is the answer of POST /api/admin/problems: one entry per

@@ -35,7 +35,8 @@ func adminCommand() *cli.Command {
 					ArgsUsage: "PATH",
 					Flags: clientFlags(jsonFlag(),
 						&cli.BoolFlag{Name: "replace", Usage: "replace the problems of leaderboards of the same names (their seeds, submissions and settings stay)"},
-						&cli.BoolFlag{Name: "dry-run", Usage: "say what loading would do and change nothing"}),
+						&cli.BoolFlag{Name: "dry-run", Usage: "say what loading would do and change nothing"},
+						&cli.StringSliceFlag{Name: "gpus", Usage: "the GPU types every problem ranks on, in place of the set's (a KernelBot set names B200, the box has H200)"}),
 					Action: runLoadProblems,
 				}},
 			},
@@ -277,7 +278,10 @@ func runLoadProblems(c *cli.Context) error {
 		return usageError("admin problems load: %v", err)
 	}
 	var buf bytes.Buffer
-	how := api.ProblemLoad{Replace: c.Bool("replace"), DryRun: c.Bool("dry-run")}
+	how := api.ProblemLoad{Replace: c.Bool("replace"), DryRun: c.Bool("dry-run"), GPUs: gpuList(c.StringSlice("gpus"))}
+	if c.IsSet("gpus") && len(how.GPUs) == 0 {
+		return usageError("admin problems load: --gpus names no GPU type")
+	}
 	if st.IsDir() {
 		if _, err := os.Stat(filepath.Join(path, "task.yml")); err != nil {
 			return usageError("admin problems load: %s has no task.yml; give the competition .yaml file for a problem set", path)
@@ -332,6 +336,19 @@ func runLoadProblems(c *cli.Context) error {
 // Further up lies the organiser's own machine, which a downloaded
 // task.yml must not be able to ship to the box.
 const maxClimb = 2
+
+// gpuList reads --gpus, given as a list, repeated, or both.
+func gpuList(flags []string) []string {
+	var out []string
+	for _, g := range flags {
+		for _, one := range strings.Split(g, ",") {
+			if one = strings.TrimSpace(one); one != "" {
+				out = append(out, one)
+			}
+		}
+	}
+	return out
+}
 
 // problemUpload says what to upload for one problem directory: the
 // directory and every file its task.yml takes from outside it (KernelBot's
@@ -444,13 +461,7 @@ func runAdminLeaderboard(c *cli.Context, cl *api.Client, name string) error {
 		}
 		ch.RateLimits[cat] = v
 	}
-	for _, g := range c.StringSlice("gpus") {
-		for _, one := range strings.Split(g, ",") {
-			if one = strings.TrimSpace(one); one != "" {
-				ch.GPUs = append(ch.GPUs, one)
-			}
-		}
-	}
+	ch.GPUs = gpuList(c.StringSlice("gpus"))
 	if c.IsSet("gpus") && len(ch.GPUs) == 0 {
 		return usageError("admin leaderboard: --gpus names no GPU type")
 	}
