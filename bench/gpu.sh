@@ -15,7 +15,11 @@
 #   triton, cuda_inline) in leaderboard mode through the daemon, queued
 #   at once: each passes and none is flagged ($PROBLEMS picks problems);
 # - cheats: every corpus cheat through `kernelbox eval` in leaderboard
-#   mode: verdict, reason, score, the timings' flags.
+#   mode: verdict, reason, score, the timings' flags;
+# - pmpp: reference-kernels' pmpp_v2 unchanged ($REFK, default bin/refk,
+#   holds a checkout's problems/pmpp_v2 and pmpp_v2.yaml), loaded with
+#   --gpus set to this GPU, every shipped correct solution in leaderboard
+#   mode through the daemon.
 # PARTS picks (default: latency inline cold). Writes $OUT/gpu-PART.txt
 # and each submission's JSON under $OUT/runs. Needs bin/kernelbox built
 # with -tags seccomp (docs/gpu-runs.md).
@@ -67,6 +71,23 @@ series() { # $1 name, $2 file, $3 mode, $4 count: one submission at a time
   echo "== $1 ($3 mode, $(basename $2), x$4)"
   python3 /tmp/kb-stats.py $(ls "$out"/runs/$1-*.json | sort -V)
 }
+await_all() { # id:label ...: wait for each submission to end, one line each
+  for e in "$@"; do
+    id=${e%%:*}
+    for _ in $(seq 600); do # until it ends (15 minutes at most)
+      $kb submissions show "$id" --json > "$out/runs/sub-$id.json" 2>/dev/null
+      grep -qE '"status": *"(done|failed|cancelled)"' "$out/runs/sub-$id.json" && break
+      sleep 1.5
+    done
+    python3 - "$out/runs/sub-$id.json" "${e#*:}" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+score = d.get("score")
+print(f"  {sys.argv[2]:44} passed {d.get('passed')!s:5} review {d.get('review') or '-':8} "
+      f"score {score * 1e6 if score is not None else float('nan'):10.3f} us {(d.get('reason') or '')[:160]}")
+PY
+  done
+}
 locked() { printf 'measurement:\n  clocks: {%s: "%s"}\n%s' "$gtype" "$lock" "${1:-}" > /tmp/kb-gpu.yaml; start /tmp/kb-gpu.yaml; sleep 15; }
 
 for part in $parts; do
@@ -109,21 +130,27 @@ warm_start: false
           [ -n "$id" ] && ids+=("$id:$n/$(basename $f)") || echo "  submit $n $(basename $f) failed"
         done
       done
-      for e in "${ids[@]}"; do
-        id=${e%%:*}
-        for _ in $(seq 600); do # until it ends (15 minutes at most)
-          $kb submissions show "$id" --json > "$out/runs/tmpl-$id.json" 2>/dev/null
-          grep -qE '"status": *"(done|failed|cancelled)"' "$out/runs/tmpl-$id.json" && break
-          sleep 1.5
+      await_all "${ids[@]}"
+      stop ;;
+    pmpp)
+      # reference-kernels' pmpp_v2 as it is (a checkout's problems/ under
+      # $REFK), loaded onto this GPU type, every shipped correct solution
+      # in leaderboard mode, queued at once.
+      locked
+      refk=${REFK:-bin/refk}
+      $kb admin problems load $refk/problems/pmpp_v2.yaml --gpus $gtype --replace
+      ids=()
+      for d in $refk/problems/pmpp_v2/*_py/; do
+        n=$(basename $d); lb=${n%_py}_v2
+        for f in $d/solutions/correct/*.py; do
+          b=$(now)
+          id=$($kb submit "$f" -l $lb -g $gtype -m leaderboard --json --no-wait 2>"$out/runs/submit-err.txt" | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])' 2>/dev/null)
+          [ -n "$id" ] && ids+=("$id:$lb/$(basename $f)") || echo "  submit $lb $(basename $f) failed: $(head -c 300 $out/runs/submit-err.txt)"
         done
-        python3 - "$out/runs/tmpl-$id.json" "${e#*:}" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-score = d.get("score")
-print(f"  {sys.argv[2]:34} passed {d.get('passed')!s:5} review {d.get('review') or '-':8} "
-      f"score {score * 1e6 if score is not None else float('nan'):10.3f} us {(d.get('reason') or '')[:120]}")
-PY
       done
+      b=$(now)
+      await_all "${ids[@]}"
+      echo "  all ended $(secs $b) s after the last was queued"
       stop ;;
     cheats)
       for f in problems/testdata/cheats/*.py; do
