@@ -78,6 +78,8 @@ func (a *API) Handler() http.Handler {
 	staff("POST /api/admin/users/{name}/ban", a.adminBan)
 	staff("POST /api/admin/users/{name}/tokens", a.adminToken)
 	staff("POST /api/admin/invites", a.adminInvite)
+	staff("GET /api/admin/invites", a.adminInvites)
+	staff("DELETE /api/admin/invites/{id}", a.adminRevokeInvite)
 	staff("POST /api/admin/problems", a.adminProblems)
 	staff("PATCH /api/admin/leaderboards/{name}", a.adminLeaderboard)
 	staff("POST /api/admin/submissions/{id}/hacked", a.adminHacked)

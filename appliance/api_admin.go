@@ -68,6 +68,22 @@ func (a *API) adminInvite(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusCreated, code)
 }
 
+func (a *API) adminInvites(w http.ResponseWriter, r *http.Request) error {
+	invs, err := a.svc.Invites(r.Context())
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, invs)
+}
+
+func (a *API) adminRevokeInvite(w http.ResponseWriter, r *http.Request) error {
+	rev, err := a.svc.RevokeInvite(r.Context(), userOf(r), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, rev)
+}
+
 func (a *API) adminProblems(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	how := api.ProblemLoad{File: q.Get("file"), Dir: q.Get("dir"), Name: q.Get("name"), GPUs: splitList(q.Get("gpus"))}

@@ -488,7 +488,7 @@ func TestDaemon_Refusals(t *testing.T) {
 	}
 	other := strconv.FormatInt(mine[0].ID, 10)
 	beaCfg := filepath.Join(tmp, "bea.json")
-	for _, args := range [][]string{{"submissions", "show", other}, {"submissions", "cancel", other}} {
+	for _, args := range [][]string{{"submissions", "show", other}, {"submissions", "cancel", other}, {"submissions", "delete", other}} {
 		if _, errOut, code := runCLI(t, append(args, "--client-config", beaCfg)...); code != api.ExitUsage || !strings.Contains(errOut, "no submission") {
 			t.Errorf("bea: %v = exit %d, %q; want exit 2, no submission", args, code, errOut)
 		}
@@ -499,6 +499,21 @@ func TestDaemon_Refusals(t *testing.T) {
 	_, errOut, code = runCLI(t, "register", "--server", td.server, "--invite", inv.Invite, "--name", "cid", "--client-config", filepath.Join(tmp, "cid.json"))
 	if code != api.ExitRefused || !strings.Contains(errOut, "used up") {
 		t.Errorf("register with a spent invite = exit %d, %q; want %d and 'used up'", code, errOut, api.ExitRefused)
+	}
+	// Invites are listed by id, never by code, and a revoked one admits nobody.
+	if out, errOut, code := td.cli(td.token, "admin", "invites", "list"); code != 0 || !strings.Contains(out, inv.ID) || strings.Contains(out, inv.Invite) {
+		t.Errorf("admin invites list = exit %d, %q %s; want %s listed, its code not", code, out, errOut, inv.ID)
+	}
+	spare, err := td.admin.CreateInvite(ctx, api.Invite{Uses: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := td.cli(td.token, "admin", "invites", "revoke", spare.ID); code != 0 || !strings.Contains(out, "revoked invite "+spare.ID) {
+		t.Errorf("admin invites revoke = exit %d, %q %s", code, out, errOut)
+	}
+	_, errOut, code = runCLI(t, "register", "--server", td.server, "--invite", spare.Invite, "--name", "dee", "--client-config", filepath.Join(tmp, "dee.json"))
+	if code == 0 || !strings.Contains(errOut, "not valid") {
+		t.Errorf("register with a revoked invite = exit %d, %q; want it refused", code, errOut)
 	}
 
 	// Deadline passed.

@@ -98,7 +98,20 @@ func (s *Service) CreateInvite(ctx context.Context, me *store.User, inv api.Invi
 	if err != nil {
 		return api.InviteCode{}, err
 	}
-	return api.InviteCode{Invite: code, Role: inv.Role, Uses: max(inv.Uses, 1), Leaderboards: inv.Leaderboards}, nil
+	return api.InviteCode{Invite: code, ID: store.InviteID(code), Role: inv.Role, Uses: max(inv.Uses, 1), Leaderboards: inv.Leaderboards}, nil
+}
+
+// Invites lists the invites (staff).
+func (s *Service) Invites(ctx context.Context) ([]api.InviteInfo, error) { return s.store.Invites(ctx) }
+
+// RevokeInvite deletes an invite named by its code or id (staff).
+func (s *Service) RevokeInvite(ctx context.Context, me *store.User, ref string) (api.Revoked, error) {
+	id, err := s.store.RevokeInvite(ctx, ref)
+	if err != nil {
+		return api.Revoked{}, err
+	}
+	s.log.Info("invite revoked", logUser, me.Name, "invite", id)
+	return api.Revoked{Revoked: id}, nil
 }
 
 // gpuTypeRE is what a GPU type given to a load may be, as an edit's.

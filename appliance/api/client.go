@@ -310,6 +310,18 @@ func (c *Client) CreateInvite(ctx context.Context, inv Invite) (*InviteCode, err
 	return &out, c.sendJSON(ctx, http.MethodPost, "/api/admin/invites", inv, &out)
 }
 
+// Invites lists the invites (staff).
+func (c *Client) Invites(ctx context.Context) ([]InviteInfo, error) {
+	var out []InviteInfo
+	return out, c.getJSON(ctx, "/api/admin/invites", nil, &out)
+}
+
+// RevokeInvite deletes an invite, named by its code or id (staff).
+func (c *Client) RevokeInvite(ctx context.Context, ref string) (*Revoked, error) {
+	var out Revoked
+	return &out, c.do(ctx, http.MethodDelete, "/api/admin/invites/"+url.PathEscape(ref), nil, nil, "", &out)
+}
+
 // LoadProblems uploads a problem set (archive, a gzipped tar) and loads it
 // as how says.
 func (c *Client) LoadProblems(ctx context.Context, archive io.Reader, how ProblemLoad) ([]LoadedProblem, error) {

@@ -21,6 +21,7 @@ const (
 	EventUserJoined         EventKind = "user.joined"          // UserJoined
 	EventTokenIssued        EventKind = "token.issued"         // TokenIssued
 	EventInviteCreated      EventKind = "invite.created"       // InviteCreated
+	EventInviteRevoked      EventKind = "invite.revoked"       // InviteRevoked
 	EventLeaderboardPut     EventKind = "leaderboard.put"      // LeaderboardPut
 	EventLeaderboardChanged EventKind = "leaderboard.changed"  // LeaderboardChanged
 	EventSubmissionQueued   EventKind = "submission.queued"    // SubmissionQueued
@@ -73,6 +74,7 @@ var payloads = map[EventKind]func() Payload{
 	EventUserJoined:         func() Payload { return &UserJoined{} },
 	EventTokenIssued:        func() Payload { return &TokenIssued{} },
 	EventInviteCreated:      func() Payload { return &InviteCreated{} },
+	EventInviteRevoked:      func() Payload { return &InviteRevoked{} },
 	EventLeaderboardPut:     func() Payload { return &LeaderboardPut{} },
 	EventLeaderboardChanged: func() Payload { return &LeaderboardChanged{} },
 	EventSubmissionQueued:   func() Payload { return &SubmissionQueued{} },
@@ -145,6 +147,11 @@ type TokenIssued struct {
 // InviteCreated: staff made an invite (the code itself is not logged).
 type InviteCreated struct {
 	Invite
+}
+
+// InviteRevoked: staff revoked an invite, named by its id.
+type InviteRevoked struct {
+	ID string `json:"id"`
 }
 
 // LeaderboardPut: a problem load created or replaced a leaderboard.
@@ -249,6 +256,7 @@ func (UserBanned) EventKind() EventKind         { return EventUserBanned }
 func (UserJoined) EventKind() EventKind         { return EventUserJoined }
 func (TokenIssued) EventKind() EventKind        { return EventTokenIssued }
 func (InviteCreated) EventKind() EventKind      { return EventInviteCreated }
+func (InviteRevoked) EventKind() EventKind      { return EventInviteRevoked }
 func (LeaderboardPut) EventKind() EventKind     { return EventLeaderboardPut }
 func (LeaderboardChanged) EventKind() EventKind { return EventLeaderboardChanged }
 func (SubmissionQueued) EventKind() EventKind   { return EventSubmissionQueued }

@@ -47,6 +47,11 @@ type ReviewRequest struct {
 	Review string `json:"review"` // cleared or confirmed
 }
 
+// Revoked is the answer of DELETE /api/admin/invites/{id}: the invite's id.
+type Revoked struct {
+	Revoked string `json:"revoked"`
+}
+
 // DrainRequest stops a slot from taking jobs.
 type DrainRequest struct {
 	Reason string `json:"reason"`

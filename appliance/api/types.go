@@ -55,9 +55,21 @@ type Invite struct {
 // InviteCode is what creating an invite returns.
 type InviteCode struct {
 	Invite       string   `json:"invite"`
+	ID           string   `json:"id"` // what lists and revokes it: the code is shown only once
 	Role         Role     `json:"role"`
 	Uses         int      `json:"uses"`
 	Leaderboards []string `json:"leaderboards"`
+}
+
+// InviteInfo is an invite as GET /api/admin/invites lists it: the code
+// itself is stored only hashed.
+type InviteInfo struct {
+	ID           string    `json:"id"`
+	Role         Role      `json:"role"`
+	UsesLeft     int       `json:"uses_left"`
+	Expires      time.Time `json:"expires,omitzero"`
+	Created      time.Time `json:"created"`
+	Leaderboards []string  `json:"leaderboards"`
 }
 
 // Visibility says who may submit to a leaderboard.

@@ -25,6 +25,7 @@ func adminCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			adminUsersCommand(),
 			adminInviteCommand(),
+			adminInvitesCommand(),
 			{
 				Name:  "problems",
 				Usage: "load problem sets",
@@ -163,6 +164,56 @@ func adminInviteCommand() *cli.Command {
 				return err
 			})
 		}),
+	}
+}
+
+// adminInvitesCommand lists and revokes invites: the codes are stored
+// hashed, so each is named by the id `admin invite --json` printed.
+func adminInvitesCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "invites",
+		Usage: "list or revoke invite codes",
+		Subcommands: []*cli.Command{
+			{
+				Name: "list", Usage: "list the invites, with the uses they have left",
+				Flags: clientFlags(jsonFlag()),
+				Action: clientAction(func(c *cli.Context, cl *api.Client) error {
+					invs, err := cl.Invites(c.Context)
+					if err != nil {
+						return err
+					}
+					return output(c, invs, func(w io.Writer) error {
+						tw := newTable(w)
+						fmt.Fprintln(tw, "ID\tROLE\tUSES LEFT\tEXPIRES\tCREATED\tLEADERBOARDS")
+						for _, inv := range invs {
+							expires := "never"
+							if !inv.Expires.IsZero() {
+								expires = inv.Expires.Format("2006-01-02 15:04Z")
+							}
+							scope := strings.Join(inv.Leaderboards, ",")
+							if scope == "" {
+								scope = "-"
+							}
+							fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", inv.ID, inv.Role, inv.UsesLeft, expires,
+								inv.Created.Format("2006-01-02 15:04Z"), scope)
+						}
+						return tw.Flush()
+					})
+				}),
+			},
+			{
+				Name: "revoke", Usage: "revoke an invite, so it admits nobody more (those it admitted stay)", ArgsUsage: "ID|CODE",
+				Flags: clientFlags(),
+				Action: argAction("ID or CODE", func(c *cli.Context, cl *api.Client, ref string) error {
+					rev, err := cl.RevokeInvite(c.Context, ref)
+					if err != nil {
+						return err
+					}
+					_, err = fmt.Fprintf(c.App.Writer, "revoked invite %s\n", rev.Revoked)
+					return err
+				}),
+			},
+		},
 	}
 }
 
