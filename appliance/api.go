@@ -82,6 +82,7 @@ func (a *API) Handler() http.Handler {
 	staff("DELETE /api/admin/invites/{id}", a.adminRevokeInvite)
 	staff("POST /api/admin/problems", a.adminProblems)
 	staff("PATCH /api/admin/leaderboards/{name}", a.adminLeaderboard)
+	staff("DELETE /api/admin/leaderboards/{name}", a.adminDeleteLeaderboard)
 	staff("POST /api/admin/submissions/{id}/hacked", a.adminHacked)
 	staff("GET /api/admin/review", a.adminFlagged)
 	staff("POST /api/admin/submissions/{id}/review", a.adminReview)

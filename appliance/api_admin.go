@@ -68,6 +68,22 @@ func (a *API) adminInvite(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusCreated, code)
 }
 
+func (a *API) adminDeleteLeaderboard(w http.ResponseWriter, r *http.Request) error {
+	force := false
+	if v := r.URL.Query().Get("force"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return api.Errorf(api.CodeInvalid, "query force=%q: want true or false", v)
+		}
+		force = b
+	}
+	gone, err := a.svc.DeleteLeaderboard(r.Context(), userOf(r), r.PathValue("name"), force)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, gone)
+}
+
 func (a *API) adminInvites(w http.ResponseWriter, r *http.Request) error {
 	invs, err := a.svc.Invites(r.Context())
 	if err != nil {

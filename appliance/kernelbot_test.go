@@ -106,4 +106,16 @@ func TestDaemon_KernelBotLayouts(t *testing.T) {
 	if _, errOut, code = td.cli(td.token, "admin", "problems", "load", filepath.Join(fixture, "kernelbot.yaml"), "--replace", "--gpus", "H200;rm"); code != api.ExitUsage || !strings.Contains(errOut, `GPU type "H200;rm"`) {
 		t.Errorf("load --gpus 'H200;rm' = exit %d, %s; want the type refused by name", code, errOut)
 	}
+
+	// A loaded leaderboard is deleted, its submissions only when forced.
+	if _, errOut, code = td.cli(td.token, "admin", "leaderboard", "ident_list", "--delete"); code == 0 || !strings.Contains(errOut, "has 1 submissions") {
+		t.Errorf("delete ident_list = exit %d, %s; want it refused for its submission", code, errOut)
+	}
+	out, errOut, code = td.cli(td.token, "admin", "leaderboard", "ident_list", "--delete", "--force")
+	if code != 0 || !strings.Contains(out, "deleted leaderboard ident_list and its 1 submissions") {
+		t.Errorf("delete --force = exit %d, %q %s", code, out, errOut)
+	}
+	if out, _, _ = td.cli(ann, "leaderboards"); strings.Contains(out, "ident_list") {
+		t.Errorf("leaderboards after the delete still lists ident_list:\n%s", out)
+	}
 }

@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -211,6 +212,27 @@ func (s *Service) DeleteMySubmission(ctx context.Context, u *store.User, id int6
 // MySubmissions lists u's own submissions, newest first.
 func (s *Service) MySubmissions(ctx context.Context, u *store.User, leaderboard string, limit int) ([]api.Submission, error) {
 	return s.Submissions(ctx, u, SubmissionQuery{Leaderboard: leaderboard, Limit: limit})
+}
+
+// DeleteLeaderboard removes a loaded leaderboard; with force, its
+// submissions go with it (their jobs cancelled, their profiles removed).
+func (s *Service) DeleteLeaderboard(ctx context.Context, me *store.User, name string, force bool) (api.LeaderboardGone, error) {
+	d, err := s.store.DeleteLeaderboard(ctx, name, force)
+	if err != nil {
+		return api.LeaderboardGone{}, err
+	}
+	for _, p := range d.Profiles {
+		if err := os.Remove(filepath.Join(profilesDir(s.cfg.DataDir), filepath.Base(p))); err != nil && !errors.Is(err, os.ErrNotExist) {
+			s.log.Warn("remove profile", "leaderboard", name, "err", err)
+		}
+	}
+	for _, j := range d.Jobs {
+		if err := s.queue.Cancel(ctx, j); err != nil {
+			return api.LeaderboardGone{}, err
+		}
+	}
+	s.log.Info("leaderboard deleted", logUser, me.Name, "leaderboard", name, "submissions", d.Submissions)
+	return api.LeaderboardGone{Leaderboard: name, Submissions: d.Submissions}, nil
 }
 
 // DeleteSubmission removes a submission, its runs and kept profiles, and

@@ -27,6 +27,7 @@ func TestEvent_Payload(t *testing.T) {
 		&TokenIssued{RevokedOthers: true},
 		&InviteCreated{Invite: Invite{Role: RoleContestant, Uses: 3, Leaderboards: []string{"a"}}},
 		&InviteRevoked{ID: "0123456789ab"},
+		&LeaderboardDeleted{Name: "a", Submissions: 2},
 		&LeaderboardPut{Name: "vectoradd", Created: true, GPUs: []string{"H200"}},
 		&LeaderboardChanged{Name: "vectoradd", Change: LeaderboardChange{RateLimits: map[string]int{"test": 2}}},
 		&SubmissionQueued{Leaderboard: "vectoradd", GPU: "cpu", Mode: "test", Runs: 1},

@@ -310,6 +310,17 @@ func (c *Client) CreateInvite(ctx context.Context, inv Invite) (*InviteCode, err
 	return &out, c.sendJSON(ctx, http.MethodPost, "/api/admin/invites", inv, &out)
 }
 
+// DeleteLeaderboard removes a leaderboard; force takes its submissions
+// with it (staff).
+func (c *Client) DeleteLeaderboard(ctx context.Context, name string, force bool) (*LeaderboardGone, error) {
+	q := url.Values{}
+	if force {
+		q.Set("force", "true")
+	}
+	var out LeaderboardGone
+	return &out, c.do(ctx, http.MethodDelete, "/api/admin/leaderboards/"+url.PathEscape(name), q, nil, "", &out)
+}
+
 // Invites lists the invites (staff).
 func (c *Client) Invites(ctx context.Context) ([]InviteInfo, error) {
 	var out []InviteInfo

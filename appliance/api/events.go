@@ -24,6 +24,7 @@ const (
 	EventInviteRevoked      EventKind = "invite.revoked"       // InviteRevoked
 	EventLeaderboardPut     EventKind = "leaderboard.put"      // LeaderboardPut
 	EventLeaderboardChanged EventKind = "leaderboard.changed"  // LeaderboardChanged
+	EventLeaderboardDeleted EventKind = "leaderboard.deleted"  // LeaderboardDeleted
 	EventSubmissionQueued   EventKind = "submission.queued"    // SubmissionQueued
 	EventSubmissionFlagged  EventKind = "submission.flagged"   // SubmissionFlagged
 	EventSubmissionReview   EventKind = "submission.review"    // SubmissionReviewed
@@ -77,6 +78,7 @@ var payloads = map[EventKind]func() Payload{
 	EventInviteRevoked:      func() Payload { return &InviteRevoked{} },
 	EventLeaderboardPut:     func() Payload { return &LeaderboardPut{} },
 	EventLeaderboardChanged: func() Payload { return &LeaderboardChanged{} },
+	EventLeaderboardDeleted: func() Payload { return &LeaderboardDeleted{} },
 	EventSubmissionQueued:   func() Payload { return &SubmissionQueued{} },
 	EventSubmissionFlagged:  func() Payload { return &SubmissionFlagged{} },
 	EventSubmissionReview:   func() Payload { return &SubmissionReviewed{} },
@@ -152,6 +154,12 @@ type InviteCreated struct {
 // InviteRevoked: staff revoked an invite, named by its id.
 type InviteRevoked struct {
 	ID string `json:"id"`
+}
+
+// LeaderboardDeleted: staff deleted a leaderboard, and its submissions.
+type LeaderboardDeleted struct {
+	Name        string `json:"name"`
+	Submissions int    `json:"submissions"`
 }
 
 // LeaderboardPut: a problem load created or replaced a leaderboard.
@@ -257,6 +265,7 @@ func (UserJoined) EventKind() EventKind         { return EventUserJoined }
 func (TokenIssued) EventKind() EventKind        { return EventTokenIssued }
 func (InviteCreated) EventKind() EventKind      { return EventInviteCreated }
 func (InviteRevoked) EventKind() EventKind      { return EventInviteRevoked }
+func (LeaderboardDeleted) EventKind() EventKind { return EventLeaderboardDeleted }
 func (LeaderboardPut) EventKind() EventKind     { return EventLeaderboardPut }
 func (LeaderboardChanged) EventKind() EventKind { return EventLeaderboardChanged }
 func (SubmissionQueued) EventKind() EventKind   { return EventSubmissionQueued }

@@ -47,6 +47,12 @@ type ReviewRequest struct {
 	Review string `json:"review"` // cleared or confirmed
 }
 
+// LeaderboardGone is the answer of DELETE /api/admin/leaderboards/{name}.
+type LeaderboardGone struct {
+	Leaderboard string `json:"leaderboard"`
+	Submissions int    `json:"submissions"` // deleted with it
+}
+
 // Revoked is the answer of DELETE /api/admin/invites/{id}: the invite's id.
 type Revoked struct {
 	Revoked string `json:"revoked"`

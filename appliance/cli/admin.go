@@ -228,7 +228,9 @@ func adminLeaderboardCommand() *cli.Command {
 			&cli.DurationFlag{Name: "extend", Usage: "move the deadline this much later"},
 			&cli.BoolFlag{Name: "end", Usage: "end it now: the deadline becomes now"},
 			&cli.StringSliceFlag{Name: "rate-limit", Usage: "CATEGORY=N submissions per user per hour (test or ranked; -1 removes)"},
-			&cli.StringSliceFlag{Name: "gpus", Usage: "the GPU types it ranks on, replacing the problem set's (H200,H100; each type keeps its own ranking)"}),
+			&cli.StringSliceFlag{Name: "gpus", Usage: "the GPU types it ranks on, replacing the problem set's (H200,H100; each type keeps its own ranking)"},
+			&cli.BoolFlag{Name: "delete", Usage: "delete it (one an organiser loaded; refused while it has submissions, unless --force)"},
+			&cli.BoolFlag{Name: "force", Usage: "with --delete: delete its submissions, runs and rankings with it"}),
 		Action: argAction("NAME", runAdminLeaderboard),
 	}
 }
@@ -470,6 +472,24 @@ func printLoaded(w io.Writer, l api.LoadedProblem, dryRun bool) {
 }
 
 func runAdminLeaderboard(c *cli.Context, cl *api.Client, name string) error {
+	if c.Bool("delete") {
+		for _, f := range []string{"visibility", "deadline", "extend", "end", "rate-limit", "gpus"} {
+			if c.IsSet(f) {
+				return usageError("admin leaderboard: --delete takes no --%s", f)
+			}
+		}
+		gone, err := cl.DeleteLeaderboard(c.Context, name, c.Bool("force"))
+		if err != nil {
+			return err
+		}
+		return output(c, gone, func(w io.Writer) error {
+			_, err := fmt.Fprintf(w, "deleted leaderboard %s and its %d submissions\n", gone.Leaderboard, gone.Submissions)
+			return err
+		})
+	}
+	if c.Bool("force") {
+		return usageError("admin leaderboard: --force goes with --delete")
+	}
 	var ch api.LeaderboardChange
 	if v := c.String("visibility"); v != "" {
 		vis := api.Visibility(v)

@@ -71,3 +71,47 @@ func TestStore_InvitesListRevoke(t *testing.T) {
 		t.Errorf("Invites() after revoking both = %+v, %v", invs, err)
 	}
 }
+
+// TestStore_DeleteLeaderboard: a loaded leaderboard with submissions goes
+// only when forced, and then with its submissions and ranking; a bundled
+// one is refused (the library would bring it back); the log keeps both.
+func TestStore_DeleteLeaderboard(t *testing.T) {
+	t.Parallel()
+	st := newTestStore(t)
+	ctx := t.Context()
+	lb, u := leaderboardAndUser(t, st)
+	sub := scored(t, st, lb, u, 2e-6, true)
+	if _, err := st.PutLeaderboards(ctx, []LeaderboardSpec{{Name: "bundled", Lang: "py", RankingBy: "geom", GPUs: []string{"cpu"}, ProblemDir: "/y"}},
+		LoadOptions{Source: SourceLibrary}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		force bool
+		want  string
+	}{
+		{"nope", true, "no leaderboard nope"},
+		{"bundled", true, "bundled with kernelbox"},
+		{"lb", false, "has 1 submissions: --force deletes them"},
+	} {
+		if _, err := st.DeleteLeaderboard(ctx, tc.name, tc.force); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("DeleteLeaderboard(%s, %v) = %v; want %q", tc.name, tc.force, err, tc.want)
+		}
+	}
+	if _, err := st.Submission(ctx, sub); err != nil {
+		t.Fatalf("a refused delete lost submission %d: %v", sub, err)
+	}
+	d, err := st.DeleteLeaderboard(ctx, "lb", true)
+	if err != nil || d.Submissions != 1 {
+		t.Fatalf("DeleteLeaderboard(lb, force) = %+v, %v; want 1 submission gone", d, err)
+	}
+	if _, err := st.Leaderboard(ctx, "lb"); api.ErrorCode(err) != api.CodeNotFound {
+		t.Errorf("Leaderboard(lb) after delete = %v; want not found", err)
+	}
+	if _, err := st.Submission(ctx, sub); api.ErrorCode(err) != api.CodeNotFound {
+		t.Errorf("Submission(%d) after its leaderboard went = %v; want not found", sub, err)
+	}
+	if _, err := st.Leaderboard(ctx, "bundled"); err != nil {
+		t.Errorf("the bundled leaderboard = %v; want it kept", err)
+	}
+}

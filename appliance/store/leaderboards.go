@@ -428,3 +428,63 @@ func (s *Store) Ranking(ctx context.Context, lbID int64, gpuType string) ([]api.
 	}
 	return out, rows.Err()
 }
+
+// Deleted is what deleting a leaderboard took with it: the queue's jobs
+// to cancel and the profile reports to remove, which live outside the
+// database.
+type Deleted struct {
+	Submissions int
+	Jobs        []int64
+	Profiles    []string
+}
+
+// DeleteLeaderboard removes a leaderboard an organiser loaded, with its
+// submissions, runs and rankings when force (else one with submissions is
+// refused). A bundled one is refused: the library would bring it back at
+// the next start. The event log keeps the record.
+func (s *Store) DeleteLeaderboard(ctx context.Context, name string, force bool) (Deleted, error) {
+	var d Deleted
+	err := s.update(ctx, "delete leaderboard "+name, func(tx *txn) error {
+		var id int64
+		var source string
+		err := tx.QueryRowContext(ctx, `SELECT id, source FROM leaderboards WHERE name = ?`, name).Scan(&id, &source)
+		if errors.Is(err, sql.ErrNoRows) {
+			return api.Errorf(api.CodeNotFound, "no leaderboard %s (`kernelbox leaderboards` lists them)", name)
+		}
+		if err != nil {
+			return err
+		}
+		if source == SourceLibrary {
+			return api.Errorf(api.CodeConflict, "leaderboard %s is bundled with kernelbox and comes back at the next start: close it instead (kernelbox admin leaderboard %s --visibility closed)", name, name)
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM submissions WHERE leaderboard_id = ?`, id).Scan(&d.Submissions); err != nil {
+			return err
+		}
+		if d.Submissions > 0 && !force {
+			return api.Errorf(api.CodeConflict, "leaderboard %s has %d submissions: --force deletes them with it", name, d.Submissions)
+		}
+		if d.Jobs, err = jobIDs(tx.QueryContext(ctx, `SELECT COALESCE(r.job_id, 0) FROM runs r JOIN submissions s ON s.id = r.submission_id
+			WHERE s.leaderboard_id = ? AND r.status IN ('queued','running')`, id)); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT r.profile_path FROM runs r JOIN submissions s ON s.id = r.submission_id
+			WHERE s.leaderboard_id = ? AND r.profile_path != ''`, id)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var p string
+			if err := rows.Scan(&p); err != nil {
+				rows.Close()
+				return err
+			}
+			d.Profiles = append(d.Profiles, p)
+		}
+		rows.Close()
+		if _, err := tx.ExecContext(ctx, `DELETE FROM leaderboards WHERE id = ?`, id); err != nil {
+			return err
+		}
+		return appendEvent(ctx, tx, s.now(), 0, 0, api.LeaderboardDeleted{Name: name, Submissions: d.Submissions})
+	})
+	return d, err
+}
