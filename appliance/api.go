@@ -89,6 +89,8 @@ func (a *API) Handler() http.Handler {
 	staff("DELETE /api/admin/submissions/{id}", a.adminDelete)
 	staff("POST /api/admin/gpus/{id}/drain", a.adminDrain)
 	staff("POST /api/admin/gpus/{id}/undrain", a.adminUndrain)
+	staff("POST /api/admin/queue/pause", a.adminPause)
+	staff("POST /api/admin/queue/resume", a.adminResume)
 	// popcorn-cli's protocol, for POPCORN_API_URL=http://BOX/popcorn; its
 	// own errors are popcorn's {"detail": ...}, the body timeout ours.
 	pc := http.StripPrefix("/popcorn", popcorn.New(a.svc, a.log, a.svc.cfg.MaxUploadBytes, a.stopping).Routes())

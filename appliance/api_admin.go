@@ -84,6 +84,28 @@ func (a *API) adminDeleteLeaderboard(w http.ResponseWriter, r *http.Request) err
 	return writeJSON(w, http.StatusOK, gone)
 }
 
+func (a *API) adminPause(w http.ResponseWriter, r *http.Request) error {
+	var req api.DrainRequest
+	if err := decodeJSON(r, w, &req); err != nil {
+		return err
+	}
+	st, err := a.svc.Pause(req.Reason)
+	if err != nil {
+		return err
+	}
+	a.log.Warn("queue paused", logUser, userOf(r).Name, "why", req.Reason)
+	return writeJSON(w, http.StatusOK, st)
+}
+
+func (a *API) adminResume(w http.ResponseWriter, r *http.Request) error {
+	st, err := a.svc.Resume()
+	if err != nil {
+		return err
+	}
+	a.log.Info("queue resumed", logUser, userOf(r).Name)
+	return writeJSON(w, http.StatusOK, st)
+}
+
 func (a *API) adminInvites(w http.ResponseWriter, r *http.Request) error {
 	invs, err := a.svc.Invites(r.Context())
 	if err != nil {

@@ -5,6 +5,7 @@ package appliance
 
 import (
 	"sort"
+	"strings"
 
 	"kernelbox/appliance/api"
 )
@@ -62,6 +63,49 @@ func (s *Service) Undrain(id string) (api.GPUsStatus, error) {
 	}
 	if err := b.Undrain(id); err != nil {
 		return api.GPUsStatus{}, err
+	}
+	return b.Status(), nil
+}
+
+// pausedWhy opens the drain reason of a slot that a pause took out of
+// service, so that a resume brings back those and not a slot a failed
+// health check or an operator drained for a reason of its own.
+const pausedWhy = "paused: "
+
+// Pause drains every slot in service: running jobs finish, queued ones
+// wait, submissions are still taken. Like a drain it holds across
+// restarts, until Resume.
+func (s *Service) Pause(why string) (api.GPUsStatus, error) {
+	b, err := s.slotsNow()
+	if err != nil {
+		return api.GPUsStatus{}, err
+	}
+	if why == "" {
+		why = "the queue is paused by an organiser"
+	}
+	for _, sl := range b.Status().Slots {
+		if sl.Drained != "" {
+			continue
+		}
+		if err := b.Drain(sl.ID, pausedWhy+why); err != nil {
+			return api.GPUsStatus{}, err
+		}
+	}
+	return b.Status(), nil
+}
+
+// Resume undrains the slots Pause drained.
+func (s *Service) Resume() (api.GPUsStatus, error) {
+	b, err := s.slotsNow()
+	if err != nil {
+		return api.GPUsStatus{}, err
+	}
+	for _, sl := range b.Status().Slots {
+		if strings.HasPrefix(sl.Drained, pausedWhy) {
+			if err := b.Undrain(sl.ID); err != nil {
+				return api.GPUsStatus{}, err
+			}
+		}
 	}
 	return b.Status(), nil
 }

@@ -321,6 +321,18 @@ func (c *Client) DeleteLeaderboard(ctx context.Context, name string, force bool)
 	return &out, c.do(ctx, http.MethodDelete, "/api/admin/leaderboards/"+url.PathEscape(name), q, nil, "", &out)
 }
 
+// Pause drains every GPU slot in service, saying why (staff).
+func (c *Client) Pause(ctx context.Context, why string) (*GPUsStatus, error) {
+	var out GPUsStatus
+	return &out, c.sendJSON(ctx, http.MethodPost, "/api/admin/queue/pause", DrainRequest{Reason: why}, &out)
+}
+
+// Resume undrains the slots a pause drained (staff).
+func (c *Client) Resume(ctx context.Context) (*GPUsStatus, error) {
+	var out GPUsStatus
+	return &out, c.do(ctx, http.MethodPost, "/api/admin/queue/resume", nil, nil, "", &out)
+}
+
 // Invites lists the invites (staff).
 func (c *Client) Invites(ctx context.Context) ([]InviteInfo, error) {
 	var out []InviteInfo

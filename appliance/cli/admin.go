@@ -43,6 +43,7 @@ func adminCommand() *cli.Command {
 			},
 			adminLeaderboardCommand(),
 			adminGPUCommand(),
+			adminQueueCommand(),
 			adminReviewCommand(),
 			{
 				Name:      "hacked",
@@ -261,6 +262,47 @@ func adminGPUCommand() *cli.Command {
 				Name: "undrain", Usage: "let a drained GPU slot take jobs again", ArgsUsage: "ID", Flags: clientFlags(),
 				Action: slot("undrained", func(c *cli.Context, cl *api.Client, id string) error {
 					_, err := cl.Undrain(c.Context, id)
+					return err
+				}),
+			},
+		},
+	}
+}
+
+// adminQueueCommand pauses and resumes the whole box: every slot drained
+// (running jobs finish, queued ones wait, submissions are still taken)
+// and back, across restarts too.
+func adminQueueCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "queue",
+		Usage: "pause the queue (no job starts; submissions are still taken) or resume it",
+		Subcommands: []*cli.Command{
+			{
+				Name: "pause", Usage: "stop every GPU slot from starting jobs; running ones finish",
+				Flags: clientFlags(&cli.StringFlag{Name: "reason", Usage: "why, shown in kernelbox gpus"}),
+				Action: clientAction(func(c *cli.Context, cl *api.Client) error {
+					st, err := cl.Pause(c.Context, c.String("reason"))
+					if err != nil {
+						return err
+					}
+					_, err = fmt.Fprintf(c.App.Writer, "paused: %d slots take no jobs until kernelbox admin queue resume\n", len(st.Slots))
+					return err
+				}),
+			},
+			{
+				Name: "resume", Usage: "let the slots a pause stopped take jobs again", Flags: clientFlags(),
+				Action: clientAction(func(c *cli.Context, cl *api.Client) error {
+					st, err := cl.Resume(c.Context)
+					if err != nil {
+						return err
+					}
+					drained := 0
+					for _, sl := range st.Slots {
+						if sl.Drained != "" {
+							drained++
+						}
+					}
+					_, err = fmt.Fprintf(c.App.Writer, "resumed: %d of %d slots take jobs\n", len(st.Slots)-drained, len(st.Slots))
 					return err
 				}),
 			},
