@@ -79,6 +79,7 @@ func (a *API) Handler() http.Handler {
 	staff("POST /api/admin/users/{name}/tokens", a.adminToken)
 	staff("POST /api/admin/invites", a.adminInvite)
 	staff("GET /api/admin/invites", a.adminInvites)
+	staff("GET /api/admin/stats", a.adminStats)
 	staff("DELETE /api/admin/invites/{id}", a.adminRevokeInvite)
 	staff("POST /api/admin/problems", a.adminProblems)
 	staff("PATCH /api/admin/leaderboards/{name}", a.adminLeaderboard)

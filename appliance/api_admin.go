@@ -106,6 +106,22 @@ func (a *API) adminResume(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, st)
 }
 
+func (a *API) adminStats(w http.ResponseWriter, r *http.Request) error {
+	var since time.Time
+	if v := r.URL.Query().Get("since"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return api.Errorf(api.CodeInvalid, "since %q is not an RFC 3339 time", v)
+		}
+		since = t
+	}
+	st, err := a.svc.Stats(r.Context(), since)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, st)
+}
+
 func (a *API) adminInvites(w http.ResponseWriter, r *http.Request) error {
 	invs, err := a.svc.Invites(r.Context())
 	if err != nil {

@@ -1,6 +1,7 @@
 package appliance
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -60,5 +61,21 @@ func TestDaemon_PauseResume(t *testing.T) {
 		if sl.ID == "cpu:1" && sl.Drained != "fan broken" {
 			t.Errorf("slot cpu:1 after resume: drained %q; want its own drain kept", sl.Drained)
 		}
+	}
+
+	// The organiser's counts of it all (popcorn's admin stats).
+	out, errOut, code = td.cli(td.token, "admin", "stats", "--json")
+	var stats api.Stats
+	if err := json.Unmarshal([]byte(out), &stats); err != nil || code != 0 {
+		t.Fatalf("admin stats = exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	if stats.Submissions != 1 || stats.ActiveUsers != 1 || stats.ByStatus["done"] != 1 || stats.ByLeaderboard["quick"] != 1 || stats.GPUSeconds["cpu"] <= 0 {
+		t.Errorf("admin stats = %+v; want the one done submission on quick, its CPU time", stats)
+	}
+	if out, _, code = td.cli(td.token, "admin", "stats"); code != 0 || !strings.Contains(out, "ever: 1 submissions from 1 of") {
+		t.Errorf("admin stats = exit %d, %q", code, out)
+	}
+	if _, errOut, code = td.cli(ann, "admin", "stats"); code == 0 || !strings.Contains(errOut, "organiser or admin") {
+		t.Errorf("admin stats as a contestant = exit %d, %s; want refused", code, errOut)
 	}
 }

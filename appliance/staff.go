@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"kernelbox/appliance/api"
 	"kernelbox/appliance/store"
@@ -100,6 +101,11 @@ func (s *Service) CreateInvite(ctx context.Context, me *store.User, inv api.Invi
 		return api.InviteCode{}, err
 	}
 	return api.InviteCode{Invite: code, ID: store.InviteID(code), Role: inv.Role, Uses: max(inv.Uses, 1), Leaderboards: inv.Leaderboards}, nil
+}
+
+// Stats counts the box's activity since since (staff).
+func (s *Service) Stats(ctx context.Context, since time.Time) (api.Stats, error) {
+	return s.store.Stats(ctx, since)
 }
 
 // Invites lists the invites (staff).

@@ -333,6 +333,16 @@ func (c *Client) Resume(ctx context.Context) (*GPUsStatus, error) {
 	return &out, c.do(ctx, http.MethodPost, "/api/admin/queue/resume", nil, nil, "", &out)
 }
 
+// Stats counts the box's activity since since, the zero time for ever (staff).
+func (c *Client) Stats(ctx context.Context, since time.Time) (*Stats, error) {
+	q := url.Values{}
+	if !since.IsZero() {
+		q.Set("since", since.UTC().Format(time.RFC3339))
+	}
+	var out Stats
+	return &out, c.getJSON(ctx, "/api/admin/stats", q, &out)
+}
+
 // Invites lists the invites (staff).
 func (c *Client) Invites(ctx context.Context) ([]InviteInfo, error) {
 	var out []InviteInfo

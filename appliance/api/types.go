@@ -61,6 +61,22 @@ type InviteCode struct {
 	Leaderboards []string `json:"leaderboards"`
 }
 
+// Stats is GET /api/admin/stats: what the box has done since Since (the
+// zero time: ever). GPU seconds are the runs' wall time, by GPU type.
+type Stats struct {
+	Since         time.Time          `json:"since,omitzero"`
+	Users         int                `json:"users"`
+	Banned        int                `json:"banned"`
+	ActiveUsers   int                `json:"active_users"` // who submitted
+	Submissions   int                `json:"submissions"`
+	Flagged       int                `json:"flagged"` // awaiting review
+	Hacked        int                `json:"hacked"`
+	ByStatus      map[string]int     `json:"by_status"`
+	ByMode        map[string]int     `json:"by_mode"`
+	ByLeaderboard map[string]int     `json:"by_leaderboard"`
+	GPUSeconds    map[string]float64 `json:"gpu_seconds"`
+}
+
 // InviteInfo is an invite as GET /api/admin/invites lists it: the code
 // itself is stored only hashed.
 type InviteInfo struct {

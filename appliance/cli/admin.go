@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +45,7 @@ func adminCommand() *cli.Command {
 			adminLeaderboardCommand(),
 			adminGPUCommand(),
 			adminQueueCommand(),
+			adminStatsCommand(),
 			adminReviewCommand(),
 			{
 				Name:      "hacked",
@@ -308,6 +310,57 @@ func adminQueueCommand() *cli.Command {
 			},
 		},
 	}
+}
+
+func adminStatsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "stats",
+		Usage: "count users, submissions and GPU time, ever or over the last --since",
+		Flags: clientFlags(jsonFlag(), &cli.DurationFlag{Name: "since", Usage: "only this far back (24h: the last day)"}),
+		Action: clientAction(func(c *cli.Context, cl *api.Client) error {
+			var since time.Time
+			if d := c.Duration("since"); d > 0 {
+				since = time.Now().Add(-d)
+			}
+			st, err := cl.Stats(c.Context, since)
+			if err != nil {
+				return err
+			}
+			return output(c, st, func(w io.Writer) error { return printStats(w, st) })
+		}),
+	}
+}
+
+func printStats(w io.Writer, st *api.Stats) error {
+	when := "ever"
+	if !st.Since.IsZero() {
+		when = "since " + st.Since.Format("2006-01-02 15:04Z")
+	}
+	fmt.Fprintf(w, "%s: %d submissions from %d of %d users (%d banned); %d flagged for review, %d hacked\n",
+		when, st.Submissions, st.ActiveUsers, st.Users, st.Banned, st.Flagged, st.Hacked)
+	tw := newTable(w)
+	for _, group := range []struct {
+		name   string
+		counts map[string]int
+	}{{"status", st.ByStatus}, {"mode", st.ByMode}, {"leaderboard", st.ByLeaderboard}} {
+		keys := make([]string, 0, len(group.counts))
+		for k := range group.counts {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(tw, "%s\t%s\t%d\n", group.name, k, group.counts[k])
+		}
+	}
+	gpus := make([]string, 0, len(st.GPUSeconds))
+	for g := range st.GPUSeconds {
+		gpus = append(gpus, g)
+	}
+	sort.Strings(gpus)
+	for _, g := range gpus {
+		fmt.Fprintf(tw, "GPU time\t%s\t%.0f s\n", g, st.GPUSeconds[g])
+	}
+	return tw.Flush()
 }
 
 func adminReviewCommand() *cli.Command {
