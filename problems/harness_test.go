@@ -76,6 +76,7 @@ func TestHarness_HostileAndBrokenSubmissions(t *testing.T) {
 		{file: "crash.py", pass: false, reason: "the submission's process was killed by SIGSEGV"},
 		{file: "lazy_subclass.py", pass: false, reason: "plain torch.Tensor"},
 		{file: "flood.py", pass: true},
+		{file: "kernelbot_task_import.py", pass: true}, // from task import input_t, output_t
 		{file: "hang.py", dir: "short", pass: false, reason: "timed out"},
 		{file: "multi_rank_raises.py", problem: "allreduce", pass: false, reason: "rank 1: Traceback"},
 		{file: "multi_rank_exits.py", problem: "allreduce", pass: false, reason: "rank 1: the submission's process exited with status 3"},

@@ -1,0 +1,17 @@
+# The types of this problem, under the names KernelBot's problems give
+# them (`from task import input_t, output_t`), so that a solution written
+# for either kind of problem imports on both.
+from typing import Tuple, TypedDict
+
+import torch
+
+# (x, w1, b1, w2, b2)
+input_t = Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+output_t = torch.Tensor
+
+
+class TestSpec(TypedDict):
+    tokens: int
+    d_model: int
+    d_ff: int
+    seed: int

@@ -1,0 +1,15 @@
+# The types of this problem, under the names KernelBot's problems give
+# them (`from task import input_t, output_t`), so that a solution written
+# for either kind of problem imports on both.
+from typing import TypedDict
+
+import torch
+
+# a float32 vector
+input_t = torch.Tensor
+output_t = torch.Tensor
+
+
+class TestSpec(TypedDict):
+    n: int
+    seed: int

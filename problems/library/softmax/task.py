@@ -1,0 +1,16 @@
+# The types of this problem, under the names KernelBot's problems give
+# them (`from task import input_t, output_t`), so that a solution written
+# for either kind of problem imports on both.
+from typing import TypedDict
+
+import torch
+
+# a rows x cols matrix
+input_t = torch.Tensor
+output_t = torch.Tensor
+
+
+class TestSpec(TypedDict):
+    rows: int
+    cols: int
+    seed: int
