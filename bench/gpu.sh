@@ -2,8 +2,8 @@
 # Issue 17's figures on the GPU machine (the H200; the GPU type is read
 # from nvidia-smi), each part in one call of at most ~8 minutes:
 # - latency: through the daemon (SM clock locked at $LOCK MHz, standbys
-#   on), the Triton vectoradd template in test mode x10, then leaderboard
-#   mode x10, each sent $PAUSE s after the last ended: the median submit
+#   on), the Triton vectoradd template in test mode x$N (10), then
+#   leaderboard mode x$N, each sent $PAUSE s after the last ended: the median submit
 #   to result of each, and the CV across the ten ranked runs of the score
 #   and of each shape's mean;
 # - inline: the load_inline template in leaderboard mode twice from one
@@ -96,8 +96,8 @@ for part in $parts; do
     case $part in
     latency)
       locked
-      series test $tmpl/triton.py test 10
-      series ranked $tmpl/triton.py leaderboard 10
+      series test $tmpl/triton.py test ${N:-10}
+      series ranked $tmpl/triton.py leaderboard ${N:-10}
       grep -c "run handed to the standby" "$data/log" | sed 's/^/  runs handed to a standby: /'
       stop ;;
     inline)
