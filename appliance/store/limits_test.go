@@ -60,3 +60,35 @@ func TestStore_LimitsHoldUnderConcurrency(t *testing.T) {
 		})
 	}
 }
+
+// TestStore_DeletingKeepsTheRateSpent: a submission its user deletes
+// still counts against the hourly rate limit; deleting used to give its
+// quota back, so submit-delete-submit had no limit (issue 19's
+// self-delete).
+func TestStore_DeletingKeepsTheRateSpent(t *testing.T) {
+	t.Parallel()
+	st := newTestStore(t)
+	ctx := t.Context()
+	lb, u := leaderboardAndUser(t, st)
+	lim := Limits{Rate: 2, RateSince: time.Date(2026, 12, 3, 11, 30, 0, 0, time.UTC)} // the test clock's now - 30 min
+	submit := func(i int) error {
+		_, err := st.CreateSubmission(ctx, NewSubmission{Leaderboard: lb, User: u, FileName: "s.py", Code: fmt.Appendf(nil, "x = %d\n", i),
+			GPUType: "cpu", Mode: "test", Category: api.CategoryTest, Jobs: testJobs, Limits: lim})
+		return err
+	}
+	for i := range 2 {
+		if err := submit(i); err != nil {
+			t.Fatal(err)
+		}
+		subs, err := st.Submissions(ctx, SubmissionFilter{UserID: u.ID})
+		if err != nil || len(subs) == 0 {
+			t.Fatalf("Submissions() = %v, %v", subs, err)
+		}
+		if _, err := st.DeleteSubmission(ctx, subs[0].ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := submit(3); api.ErrorCode(err) != api.CodeExhausted {
+		t.Errorf("a third submission in the hour after deleting two = %v; want the rate limit", err)
+	}
+}

@@ -148,12 +148,17 @@ func (s *Store) CreateSubmission(ctx context.Context, ns NewSubmission) (*Submis
 	return sub, nil
 }
 
+// rateSpentKept is how long a deleted submission keeps counting against
+// rate limits: longer than any limit's window (an hour).
+const rateSpentKept = 24 * time.Hour
+
 // checkLimits refuses ns when it would break its Limits, inside tx.
 func (s *Store) checkLimits(ctx context.Context, tx *txn, ns NewSubmission, runs int) error {
 	lim := ns.Limits
 	if lim.Rate > 0 {
 		var n int
-		err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM submissions WHERE leaderboard_id = ? AND user_id = ? AND category = ? AND created_ms >= ?`,
+		err := tx.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM submissions WHERE leaderboard_id = ?1 AND user_id = ?2 AND category = ?3 AND created_ms >= ?4)
+			+ (SELECT COUNT(*) FROM rate_spent WHERE leaderboard_id = ?1 AND user_id = ?2 AND category = ?3 AND created_ms >= ?4)`,
 			ns.Leaderboard.ID, ns.User.ID, ns.Category, ms(lim.RateSince)).Scan(&n)
 		if err != nil {
 			return fmt.Errorf("count submissions: %w", err)
@@ -541,6 +546,15 @@ func (s *Store) DeleteSubmission(ctx context.Context, subID int64) ([]int64, err
 		jobs, err = jobIDs(tx.QueryContext(ctx, `SELECT COALESCE(job_id, 0) FROM runs WHERE submission_id = ? AND status IN ('queued','running')`, subID))
 		if err != nil {
 			return err
+		}
+		// Its place in its user's rate limit stays taken.
+		keep := ms(s.now().Add(-rateSpentKept))
+		if _, err := tx.ExecContext(ctx, `DELETE FROM rate_spent WHERE created_ms < ?`, keep); err != nil {
+			return fmt.Errorf("prune rate_spent: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO rate_spent (leaderboard_id, user_id, category, created_ms)
+			SELECT leaderboard_id, user_id, category, created_ms FROM submissions WHERE id = ? AND created_ms >= ?`, subID, keep); err != nil {
+			return fmt.Errorf("keep the rate limit's count: %w", err)
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM submissions WHERE id = ?`, subID)
 		if err != nil {
