@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/store"
 	"kernelbox/internal/testutil"
 )
 
@@ -117,5 +118,53 @@ func TestDaemon_KernelBotLayouts(t *testing.T) {
 	}
 	if out, _, _ = td.cli(ann, "leaderboards"); strings.Contains(out, "ident_list") {
 		t.Errorf("leaderboards after the delete still lists ident_list:\n%s", out)
+	}
+}
+
+// TestService_DeleteMine: a contestant deletes their own submission, not
+// another's, and not one under review or marked hacked (its deletion
+// would take the evidence); staff delete any.
+func TestService_DeleteMine(t *testing.T) {
+	t.Parallel()
+	svc, st := quickService(t, "quick")
+	ctx := t.Context()
+	users := map[string]*store.User{}
+	for _, n := range []string{"ann", "bob"} {
+		u, _, err := st.CreateUser(ctx, n, api.RoleContestant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		users[n] = u
+	}
+	org, _, err := st.CreateUser(ctx, "org", api.RoleOrganiser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	submit := func() int64 {
+		sub, err := svc.Submit(ctx, users["ann"], api.SubmitRequest{Leaderboard: "quick", Mode: "test", FileName: "k.py",
+			Code: []byte("def custom_kernel(xs):\n    return [2 * x for x in xs]\n")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sub.ID
+	}
+	mine, hacked := submit(), submit()
+	if err := st.SetHacked(ctx, hacked, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		who  *store.User
+		id   int64
+		want string
+	}{
+		{users["bob"], mine, "no submission"},
+		{users["ann"], hacked, "only an organiser may delete it"},
+		{users["ann"], mine, ""},
+		{org, hacked, ""},
+	} {
+		err := svc.DeleteMySubmission(ctx, tc.who, tc.id)
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s deletes %d = %v; want %q", tc.who.Name, tc.id, err, tc.want)
+		}
 	}
 }

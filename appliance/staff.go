@@ -3,6 +3,7 @@ package appliance
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -209,8 +210,14 @@ func (s *Service) Flagged(ctx context.Context) ([]api.Submission, error) {
 // DeleteSubmission does (staff may remove anyone's): a contestant may take
 // back a submission, and its place in the rankings with it.
 func (s *Service) DeleteMySubmission(ctx context.Context, u *store.User, id int64) error {
-	if _, err := s.visibleSubmission(ctx, u, id); err != nil {
+	sub, err := s.visibleSubmission(ctx, u, id)
+	if err != nil {
 		return err
+	}
+	// A submission under review stays until the organisers decide: its
+	// deletion would take the evidence with it.
+	if !u.Role.Staff() && (sub.Hacked || sub.Review == api.ReviewFlagged || sub.Review == api.ReviewConfirmed) {
+		return api.Errorf(api.CodeForbidden, "submission %d is flagged for review or marked hacked: only an organiser may delete it", id)
 	}
 	return s.DeleteSubmission(ctx, id)
 }
@@ -232,10 +239,15 @@ func (s *Service) DeleteLeaderboard(ctx context.Context, me *store.User, name st
 			s.log.Warn("remove profile", "leaderboard", name, "err", err)
 		}
 	}
+	// The rows are gone: cancel every job, whatever one cancel says.
+	var errs []error
 	for _, j := range d.Jobs {
 		if err := s.queue.Cancel(ctx, j); err != nil {
-			return api.LeaderboardGone{}, err
+			errs = append(errs, fmt.Errorf("cancel job %d: %w", j, err))
 		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return api.LeaderboardGone{}, fmt.Errorf("delete leaderboard %s: %w", name, err)
 	}
 	s.log.Info("leaderboard deleted", logUser, me.Name, "leaderboard", name, "submissions", d.Submissions)
 	return api.LeaderboardGone{Leaderboard: name, Submissions: d.Submissions}, nil
