@@ -507,12 +507,21 @@ func problemUpload(dir string) (root string, entries []string, err error) {
 	if err != nil {
 		return "", nil, err
 	}
+	// Paths are compared as text, so they must be the files' real ones: a
+	// symbolic link on the way (../keys -> ~/.ssh) would carry the
+	// climb anywhere.
+	if t.Dir, err = filepath.EvalSymlinks(t.Dir); err != nil {
+		return "", nil, err
+	}
 	root = t.Dir
 	var outside []string
 	for _, src := range t.Sources() {
 		p := filepath.Join(t.Dir, filepath.FromSlash(src))
 		if below(t.Dir, p) {
 			continue
+		}
+		if real, err := filepath.EvalSymlinks(p); err != nil || real != p {
+			return "", nil, fmt.Errorf("problem %s: %s is reached through a symbolic link, outside the problem set a directory load uploads; copy the file instead", t.Name, src)
 		}
 		top := t.Dir
 		for climb := 0; !below(top, p); climb++ {
