@@ -21,6 +21,9 @@ func TestDaemon_PauseResume(t *testing.T) {
 	if _, err := td.admin.Drain(ctx, "cpu:1", "fan broken"); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := td.admin.Drain(ctx, "cpu:0", "queue paused: by hand"); err == nil || !strings.Contains(err.Error(), "marks a pause") {
+		t.Errorf("a drain posing as a pause = %v; want it refused", err)
+	}
 	if out, errOut, code := td.cli(td.token, "admin", "queue", "pause", "--reason", "driver update"); code != 0 || !strings.Contains(out, "paused") {
 		t.Fatalf("admin queue pause = exit %d, %q %s", code, out, errOut)
 	}

@@ -49,6 +49,9 @@ func (s *Service) Drain(id, why string) (api.GPUsStatus, error) {
 	if err != nil {
 		return api.GPUsStatus{}, err
 	}
+	if strings.HasPrefix(why, pausedWhy) {
+		return api.GPUsStatus{}, api.Errorf(api.CodeInvalid, "a drain's reason may not begin %q, which marks a pause (kernelbox admin queue pause)", pausedWhy)
+	}
 	if err := b.Drain(id, why); err != nil {
 		return api.GPUsStatus{}, err
 	}
@@ -70,7 +73,7 @@ func (s *Service) Undrain(id string) (api.GPUsStatus, error) {
 // pausedWhy opens the drain reason of a slot that a pause took out of
 // service, so that a resume brings back those and not a slot a failed
 // health check or an operator drained for a reason of its own.
-const pausedWhy = "paused: "
+const pausedWhy = "queue paused: "
 
 // Pause drains every slot in service: running jobs finish, queued ones
 // wait, submissions are still taken. Like a drain it holds across

@@ -432,8 +432,8 @@ func caseValue(v *yaml.Node) (string, error) {
 			if it.Kind != yaml.ScalarNode || isNull(it) {
 				return "", fmt.Errorf("a list value holds only numbers, true/false or words, got %s", kindName(it))
 			}
-			if err := checkCaseValue(it.Value); err != nil {
-				return "", err
+			if !caseValueRE.MatchString(it.Value) { // a scalar, not a list written as a string
+				return "", fmt.Errorf("list item %q must be a number, true/false or a word of letters, digits, _ . + -", it.Value)
 			}
 			items[i] = it.Value
 		}

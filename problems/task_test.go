@@ -106,6 +106,7 @@ func TestLoadTask_Invalid(t *testing.T) {
 		{"timeout range", strings.Replace(validTask, "test_timeout: 60", "test_timeout: -5", 1), []string{"test_timeout: must be between 1 and 86400 seconds, got -5"}},
 		{"case list for our harness", strings.Replace(validTask, "{size: 127, seed: 1}", "{size: [1, 2], seed: 1}", 1) + "harness: kernelbox\n", []string{"tests[0].size: is a list, which the kernelbox harness does not read"}},
 		{"case nested list", strings.Replace(validTask, "{size: 127, seed: 1}", "{size: [1, [2]], seed: 1}", 1), []string{"tests[0].size: a list value holds only numbers, true/false or words, got a list"}},
+		{"case list in a string", strings.Replace(validTask, "{size: 127, seed: 1}", `{size: ["[1, 2]", 3], seed: 1}`, 1), []string{`tests[0].size: list item "[1, 2]" must be`}},
 		{"case map value", strings.Replace(validTask, "{size: 127, seed: 1}", "{size: {a: 1}, seed: 1}", 1), []string{"tests[0].size: must be a number, true/false, a word or a list of them, got a mapping"}},
 		{"case bad value", strings.Replace(validTask, "{size: 127, seed: 1}", `{size: "1; 2", seed: 1}`, 1), []string{`tests[0].size: value "1; 2" must be`}},
 		{"case bad seed", strings.Replace(validTask, "{size: 127, seed: 1}", "{size: 127, seed: abc}", 1), []string{`tests[0].seed: must be an integer, got "abc"`}},

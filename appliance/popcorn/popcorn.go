@@ -238,7 +238,14 @@ func (h *Handler) readFile(w http.ResponseWriter, r *http.Request) (string, []by
 		if int64(len(code)) > h.maxBytes {
 			return "", nil, api.Errorf(api.CodeTooLarge, "Submission file is too large (limit: %d bytes).", h.maxBytes)
 		}
-		return filepath.Base(part.FileName()), code, nil
+		// Read to the end, so that the server sees a client that goes
+		// away while its submission streams.
+		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 64<<10))
+		name := part.FileName()
+		if name == "" {
+			return "", nil, api.Errorf(api.CodeInvalid, "the form's field \"file\" has no file name")
+		}
+		return filepath.Base(name), code, nil
 	}
 }
 
@@ -283,7 +290,11 @@ func (h *Handler) submissions(w http.ResponseWriter, r *http.Request, u *store.U
 		}
 		limit = n
 	}
-	subs, err := h.svc.MySubmissions(r.Context(), u, r.URL.Query().Get("leaderboard"), limit)
+	lb := r.URL.Query().Get("leaderboard")
+	if lb != "" {
+		lb = h.resolve(r.Context(), u, lb)
+	}
+	subs, err := h.svc.MySubmissions(r.Context(), u, lb, limit)
 	if err != nil {
 		return err
 	}

@@ -24,12 +24,16 @@ func (h *Handler) submitStreaming(w http.ResponseWriter, r *http.Request, u *sto
 	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	send := func(event string, v any) {
+	// A write that fails is a client gone: the stream ends there.
+	send := func(event string, v any) bool {
 		data, _ := json.Marshal(v)
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, data)
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, data); err != nil {
+			return false
+		}
 		if flusher != nil {
 			flusher.Flush()
 		}
+		return true
 	}
 	start := time.Now()
 	status := ""
@@ -40,27 +44,40 @@ func (h *Handler) submitStreaming(w http.ResponseWriter, r *http.Request, u *sto
 		v, err := h.svc.SubmissionView(r.Context(), u, sub.ID, false)
 		if err != nil {
 			release()
-			send("error", map[string]any{"status": "error", "detail": err.Error(), "status_code": api.HTTPStatus(api.ErrorCode(err))})
+			detail := err.Error()
+			if api.ErrorCode(err) == api.CodeInternal {
+				h.log.Error("popcorn stream failed", "submission", sub.ID, "err", err)
+				detail = "internal error; the server's log has the details"
+			}
+			send("error", map[string]any{"status": "error", "detail": detail, "status_code": api.HTTPStatus(api.ErrorCode(err))})
 			return nil
 		}
 		if api.Ended(v.Status) {
 			release()
-			if j := jobOf(v.Submission); j.Status != "succeeded" && len(v.Runs) == 0 {
+			if j := jobOf(v.Submission); j.Status != "succeeded" && len(v.Runs) == 0 && j.Error != nil {
 				send("error", map[string]any{"status": "error", "detail": *j.Error})
 				return nil
 			}
 			send("result", wireResult(v, fmt.Sprintf("/api/submissions/%d/profile", v.ID)))
 			return nil
 		}
+		ok := true
 		if v.Status != status {
 			status = v.Status
-			send("status", map[string]any{"status": status, "message": fmt.Sprintf("submission %d is %s", v.ID, status),
+			ok = send("status", map[string]any{"status": status, "message": fmt.Sprintf("submission %d is %s", v.ID, status),
 				"elapsed_time": time.Since(start).Seconds()})
+		}
+		if !ok {
+			release()
+			return nil
 		}
 		select {
 		case <-changed:
 		case <-tick.C:
-			send("status", map[string]any{"status": "processing", "elapsed_time": time.Since(start).Seconds()})
+			if !send("status", map[string]any{"status": "processing", "elapsed_time": time.Since(start).Seconds()}) {
+				release()
+				return nil
+			}
 		case <-h.stopping:
 			release()
 			send("error", map[string]any{"status": "error", "detail": fmt.Sprintf("the server is shutting down; submission %d goes on: see it with popcorn submissions show %d", sub.ID, sub.ID)})
