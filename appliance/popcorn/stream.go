@@ -58,7 +58,11 @@ func (h *Handler) submitStreaming(w http.ResponseWriter, r *http.Request, u *sto
 				send("error", map[string]any{"status": "error", "detail": *j.Error})
 				return nil
 			}
-			send("result", wireResult(v, fmt.Sprintf("/api/submissions/%d/profile", v.ID)))
+			scheme := "http"
+			if r.TLS != nil {
+				scheme = "https"
+			}
+			send("result", wireResult(v, fmt.Sprintf("%s://%s/api/submissions/%d/profile", scheme, r.Host, v.ID)))
 			return nil
 		}
 		ok := true
