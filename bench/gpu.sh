@@ -76,7 +76,9 @@ await_all() { # id:label ...: wait for each submission to end, one line each
     id=${e%%:*}
     for _ in $(seq 600); do # until it ends (15 minutes at most)
       $kb submissions show "$id" --json > "$out/runs/sub-$id.json" 2>/dev/null
-      grep -qE '"status": *"(done|failed|cancelled)"' "$out/runs/sub-$id.json" && break
+      # The submission's own status: its runs' come first in the file.
+      python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1])).get("status") not in ("done", "failed", "cancelled"))' \
+        "$out/runs/sub-$id.json" 2>/dev/null && break
       sleep 1.5
     done
     python3 - "$out/runs/sub-$id.json" "${e#*:}" <<'PY'
