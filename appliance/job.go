@@ -346,7 +346,7 @@ func (r *runner) evaluate(ctx context.Context, g gang, rc *store.RunContext, gat
 	rep, err := problems.Evaluate(ctx, launcher, t, problems.EvalOptions{
 		Profiler: profiler, Ceilings: r.measure.ceilings(slot), FloorSlack: r.measure.FloorSlack,
 		Mode: mode, Python: r.python.Path, Device: slot.Device, Seed: seed, Env: env, WorkDir: work, GPUs: len(g), Gate: gate,
-		Submission: rc.Code, OutputLimit: runOutputLimit,
+		Submission: rc.Code, SubmissionName: rc.Submission.FileName, OutputLimit: runOutputLimit,
 		Cache: r.cacheFor(rc), Arch: slot.GPUType,
 		OnTest: func(phase string, tr problems.TestResult) {
 			if rc.Run.Secret {

@@ -1,8 +1,13 @@
 package appliance
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -166,5 +171,58 @@ func TestService_DeleteMine(t *testing.T) {
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s deletes %d = %v; want %q", tc.who.Name, tc.id, err, tc.want)
 		}
+	}
+}
+
+// TestDaemon_ArchiveSubmissions: a multi-file submission, as popcorn-cli
+// sends a .tar.gz or .zip, runs with all its files beside the harness,
+// through the CLI and through popcorn's upload; its code reads as each
+// file under a header; one without the contestant's file is refused at
+// submit (issue 19).
+func TestDaemon_ArchiveSubmissions(t *testing.T) {
+	t.Parallel()
+	td := startDaemon(t, t.TempDir(), nil)
+	td.loadQuick()
+	_, ann := td.user("ann")
+	dir := t.TempDir()
+	write := func(name string, files map[string]string) string {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		tw := tar.NewWriter(zw)
+		for n, body := range files {
+			if err := tw.WriteHeader(&tar.Header{Name: "kernel/" + n, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+				t.Fatal(err)
+			}
+			tw.Write([]byte(body))
+		}
+		tw.Close()
+		zw.Close()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("model.tar.gz", map[string]string{
+		"submission.py":       "from kernels.double import double\n\n\ndef custom_kernel(xs):\n    return double(xs)\n",
+		"kernels/__init__.py": "",
+		"kernels/double.py":   "def double(xs):\n    return [2 * x for x in xs]\n",
+	})
+	out, errOut, code := td.cli(ann, "submit", good, "-l", "quick", "-g", "cpu", "-m", "test", "--json")
+	var res api.SubmitResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 || !res.Passed {
+		t.Fatalf("submit model.tar.gz = exit %d, %+v (%v)\n%s", code, res, err, errOut)
+	}
+	out, errOut, code = td.cli(ann, "submissions", "show", strconv.FormatInt(res.ID, 10), "--code")
+	if code != 0 || !strings.Contains(out, "# ---- kernels/double.py\ndef double(xs):") {
+		t.Errorf("submissions show --code = exit %d, %q %s; want the archive's files under headers", code, out, errOut)
+	}
+	pc := popcornClient{t: t, base: td.server + "/popcorn", id: ann}
+	if s := pc.submitAndPoll("quick", "cpu", "test", good); s.Job.Status != "succeeded" {
+		t.Errorf("popcorn upload of model.tar.gz = %+v; want succeeded", s)
+	}
+	bad := write("nosub.tar.gz", map[string]string{"kernel.py": "def custom_kernel(xs):\n    return xs\n"})
+	if _, errOut, code = td.cli(ann, "submit", bad, "-l", "quick", "-g", "cpu", "-m", "test"); code != api.ExitUsage || !strings.Contains(errOut, "no submission.py at its top") {
+		t.Errorf("submit nosub.tar.gz = exit %d, %s; want refused for its missing submission.py", code, errOut)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -66,7 +67,7 @@ func (pc popcornClient) upload(path, file string) (int, []byte, http.Header) {
 	}
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
-	fw, err := mw.CreateFormFile("file", "submission.py")
+	fw, err := mw.CreateFormFile("file", filepath.Base(file))
 	if err != nil {
 		pc.t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"kernelbox/appliance/api"
 	"kernelbox/appliance/store"
+	"kernelbox/problems"
 )
 
 // The service's reads and account actions for every user: the handlers
@@ -230,6 +231,9 @@ func (s *Service) SubmissionView(ctx context.Context, u *store.User, id int64, w
 			return api.SubmissionView{}, err
 		}
 		v.Code = string(code)
+		if problems.IsArchive(sub.FileName) {
+			v.Code = problems.ArchiveText(code, sub.FileName)
+		}
 	}
 	return v, nil
 }

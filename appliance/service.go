@@ -1,6 +1,7 @@
 package appliance
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -159,14 +160,24 @@ func (s *Service) Submit(ctx context.Context, u *store.User, req api.SubmitReque
 	if err := checkFileName(req.FileName); err != nil {
 		return nil, err
 	}
-	if filepath.Ext(req.FileName) != filepath.Ext(want) {
-		return nil, api.Errorf(api.CodeInvalid, "leaderboard %s takes a %s file, got %s", lb.Name, filepath.Ext(want), req.FileName)
+	scanned := req.Code
+	if problems.IsArchive(req.FileName) {
+		files, err := problems.UnpackArchive(req.Code, req.FileName)
+		if err == nil {
+			err = t.CheckArchive(files)
+		}
+		if err != nil {
+			return nil, api.Errorf(api.CodeInvalid, "%s: %v", req.FileName, err)
+		}
+		scanned = archiveSources(files)
+	} else if filepath.Ext(req.FileName) != filepath.Ext(want) {
+		return nil, api.Errorf(api.CodeInvalid, "leaderboard %s takes a %s file or an archive (.zip, .tar.gz) holding it, got %s", lb.Name, filepath.Ext(want), req.FileName)
 	}
 	category := api.CategoryRanked
 	if mode == problems.ModeTest {
 		category = api.CategoryTest
 	}
-	findings, err := s.scan(u, lb, mode, req.Code)
+	findings, err := s.scan(u, lb, mode, scanned)
 	if err != nil {
 		return nil, err
 	}
@@ -183,6 +194,18 @@ func (s *Service) Submit(ctx context.Context, u *store.User, req api.SubmitReque
 	s.wake.Fire()
 	s.log.Info("submission accepted", logSubmission, sub.ID, logUser, u.Name, "leaderboard", lb.Name, "gpu", gpu, "mode", mode)
 	return sub, nil
+}
+
+// archiveSources is what the scanner reads of an archive: every file,
+// one after another (a binary one is read as it is: its patterns will
+// rarely match, and it runs only if the text imports it).
+func archiveSources(files []problems.ArchiveFile) []byte {
+	var b bytes.Buffer
+	for _, f := range files {
+		b.Write(f.Data)
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
 }
 
 // maxFileName bounds a submission's file name (a file system's own limit).
@@ -232,14 +255,18 @@ func (s *Service) checkFile(req api.SubmitRequest) (problems.Directives, problem
 		return none, "", api.Errorf(api.CodeTooLarge, "the file is %d bytes, more than the %d allowed", len(req.Code), s.cfg.MaxUploadBytes)
 	case len(req.Code) == 0:
 		return none, "", api.Errorf(api.CodeInvalid, "the file is empty")
-	case !utf8.Valid(req.Code):
-		return none, "", api.Errorf(api.CodeInvalid, "the file is not UTF-8 text")
 	}
-	dir, err := problems.ParseDirectives(req.Code)
+	mode, err := problems.ParseMode(req.Mode)
 	if err != nil {
 		return none, "", api.Errorf(api.CodeInvalid, "%v", err)
 	}
-	mode, err := problems.ParseMode(req.Mode)
+	if problems.IsArchive(req.FileName) {
+		return none, mode, nil // no directives: the leaderboard comes from the request (CheckArchive reads the rest)
+	}
+	if !utf8.Valid(req.Code) {
+		return none, "", api.Errorf(api.CodeInvalid, "the file is not UTF-8 text")
+	}
+	dir, err := problems.ParseDirectives(req.Code)
 	if err != nil {
 		return none, "", api.Errorf(api.CodeInvalid, "%v", err)
 	}

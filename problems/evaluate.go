@@ -45,8 +45,10 @@ type EvalOptions struct {
 	Env []string
 	// WorkDir is an empty directory the evaluation may fill.
 	WorkDir string
-	// Submission is the contestant's file.
-	Submission []byte
+	// Submission is the contestant's file, and SubmissionName its name:
+	// an archive's (IsArchive) is unpacked in place of the one file.
+	Submission     []byte
+	SubmissionName string
 	// NVCC compiles lang cu problems; "nvcc" when empty.
 	NVCC string
 	// Arch names the GPU a lang cu build is for (its type: nvcc builds
@@ -171,9 +173,31 @@ const (
 )
 
 // Materialize writes the task's files into dir, the submission in place of
-// the placeholder.
-func Materialize(t *Task, submission []byte, dir string) error {
+// the placeholder; a submission whose name is an archive's is unpacked
+// there instead (CheckArchive says it holds the placeholder's file).
+func Materialize(t *Task, submission []byte, name, dir string) error {
+	if IsArchive(name) {
+		files, err := UnpackArchive(submission, name)
+		if err == nil {
+			err = t.CheckArchive(files)
+		}
+		if err != nil {
+			return fmt.Errorf("materialize %s: %w", name, err)
+		}
+		for _, f := range files {
+			dst := filepath.Join(dir, filepath.FromSlash(f.Name))
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				return fmt.Errorf("materialize %s: %w", f.Name, err)
+			}
+			if err := os.WriteFile(dst, f.Data, 0o644); err != nil {
+				return fmt.Errorf("materialize %s: %w", f.Name, err)
+			}
+		}
+	}
 	for _, f := range t.Files {
+		if f.Source == SubmissionPlaceholder && IsArchive(name) {
+			continue
+		}
 		dst := filepath.Join(dir, filepath.FromSlash(f.Name))
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return fmt.Errorf("materialize %s: %w", f.Name, err)
@@ -208,7 +232,7 @@ func Evaluate(ctx context.Context, l Launcher, t *Task, opts EvalOptions) (*Repo
 	if err != nil {
 		return nil, err
 	}
-	if err := Materialize(t, opts.Submission, opts.WorkDir); err != nil {
+	if err := Materialize(t, opts.Submission, opts.SubmissionName, opts.WorkDir); err != nil {
 		return nil, fmt.Errorf("evaluate %s: %w", t.Name, err)
 	}
 	rep := &Report{Problem: t.Name, Mode: opts.Mode, Device: opts.Device, RankingBy: t.RankingBy,

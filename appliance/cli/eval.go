@@ -92,7 +92,15 @@ func runEval(c *cli.Context) error {
 	if err != nil {
 		return &ExitError{Code: api.ExitUsage, Err: err}
 	}
-	if want := task.SubmissionFile(); filepath.Ext(want) != filepath.Ext(subPath) {
+	if want := task.SubmissionFile(); problems.IsArchive(subPath) {
+		files, err := problems.UnpackArchive(sub, filepath.Base(subPath))
+		if err == nil {
+			err = task.CheckArchive(files)
+		}
+		if err != nil {
+			return usageError("eval: %s: %v", subPath, err)
+		}
+	} else if filepath.Ext(want) != filepath.Ext(subPath) {
 		return usageError("eval: %s takes a %s file (it becomes %s), got %s", task.Name, filepath.Ext(want), want, subPath)
 	}
 	var it *problems.Interpreter
@@ -126,7 +134,7 @@ func runEval(c *cli.Context) error {
 		ceilings, ceilingsFrom = evalCeilings(c, it.Device)
 	}
 	rep, err := problems.Evaluate(c.Context, launcher, task, problems.EvalOptions{
-		Mode: mode, Python: it.Path, Device: it.Device, Seed: seed, Env: env, WorkDir: work, Submission: sub, Profiler: profiler,
+		Mode: mode, Python: it.Path, Device: it.Device, Seed: seed, Env: env, WorkDir: work, Submission: sub, SubmissionName: filepath.Base(subPath), Profiler: profiler,
 		Ceilings: ceilings,
 	})
 	if err != nil {
