@@ -199,7 +199,7 @@ func readSubmission(path string) ([]byte, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("submission %s: the file is empty", path)
 	}
-	if !utf8.Valid(data) {
+	if !utf8.Valid(data) && !problems.IsArchive(path) {
 		return nil, errors.New("submission " + path + ": not UTF-8 text")
 	}
 	return data, nil

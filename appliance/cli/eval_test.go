@@ -32,11 +32,16 @@ func TestEval_UsageErrors(t *testing.T) {
 	if err := os.WriteFile(cu, []byte("int main() {}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	badArchive := filepath.Join(t.TempDir(), "k.tar.gz")
+	if err := os.WriteFile(badArchive, []byte{0x1f, 0x8b, 0xff}, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string
 		want string
 	}{
+		{"damaged archive", []string{"eval", "--problem", "vectoradd", badArchive}, "k.tar.gz: the archive is not a gzipped tar"},
 		{"no submission", []string{"eval", "--problem", "vectoradd"}, "give exactly one SUBMISSION"},
 		{"missing submission", []string{"eval", "--problem", "vectoradd", "nope.py"}, "submission: stat nope.py: no such file"},
 		{"unknown problem", []string{"eval", "--problem", "nosuch", sub}, `problem "nosuch": no such directory and no bundled problem`},
