@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -122,9 +121,6 @@ func (s *Service) RevokeInvite(ctx context.Context, me *store.User, ref string) 
 	return api.Revoked{Revoked: id}, nil
 }
 
-// gpuTypeRE is what a GPU type given to a load may be, as an edit's.
-var gpuTypeRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,32}$`)
-
 // LoadProblems unpacks an uploaded problem set under the data directory
 // and loads it as how says: each problem's leaderboard is created, or
 // replaced when how.Replace, or refused when its name is taken; a problem
@@ -146,9 +142,9 @@ func (s *Service) LoadProblems(ctx context.Context, me *store.User, archive io.R
 		}
 	}
 	for _, g := range how.GPUs {
-		if !gpuTypeRE.MatchString(g) {
+		if err := store.CheckGPUType(g); err != nil {
 			os.RemoveAll(dir)
-			return nil, api.Errorf(api.CodeInvalid, "GPU type %q: use 1 to 32 letters, digits, '-', '_' and '.'", g)
+			return nil, err
 		}
 	}
 	if how.File != "" && how.Dir != "" {
@@ -219,7 +215,7 @@ func (s *Service) DeleteMySubmission(ctx context.Context, u *store.User, id int6
 	if !u.Role.Staff() && (sub.Hacked || sub.Review == api.ReviewFlagged || sub.Review == api.ReviewConfirmed) {
 		return api.Errorf(api.CodeForbidden, "submission %d is flagged for review or marked hacked: only an organiser may delete it", id)
 	}
-	return s.DeleteSubmission(ctx, id)
+	return s.deleteSubmission(ctx, sub)
 }
 
 // MySubmissions lists u's own submissions, newest first.
@@ -260,7 +256,11 @@ func (s *Service) DeleteSubmission(ctx context.Context, id int64) error {
 	if err != nil {
 		return err
 	}
-	jobs, err := s.store.DeleteSubmission(ctx, id)
+	return s.deleteSubmission(ctx, sub)
+}
+
+func (s *Service) deleteSubmission(ctx context.Context, sub *store.Submission) error {
+	jobs, err := s.store.DeleteSubmission(ctx, sub.ID)
 	if err != nil {
 		return err
 	}

@@ -58,19 +58,7 @@ func adminCommand() *cli.Command {
 					return nil
 				}),
 			},
-			{
-				Name:      "delete",
-				Usage:     "delete a submission and its runs",
-				ArgsUsage: "ID",
-				Flags:     clientFlags(),
-				Action: idAction(func(c *cli.Context, cl *api.Client, id int64) error {
-					if err := cl.DeleteSubmission(c.Context, id); err != nil {
-						return err
-					}
-					fmt.Fprintf(c.App.Writer, "deleted submission %d\n", id)
-					return nil
-				}),
-			},
+			deleteCommand("delete a submission and its runs"),
 		},
 	}
 }

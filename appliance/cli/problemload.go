@@ -163,4 +163,3 @@ func printLoaded(w io.Writer, l api.LoadedProblem, dryRun bool) {
 		fmt.Fprintf(w, "  warning: %s\n", warn)
 	}
 }
-

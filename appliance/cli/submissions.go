@@ -54,19 +54,7 @@ func submissionsCommand() *cli.Command {
 					})
 				}),
 			},
-			{
-				Name:      "delete",
-				Usage:     "delete one of your submissions (its runs, its ranking, its profiles)",
-				ArgsUsage: "ID",
-				Flags:     clientFlags(),
-				Action: idAction(func(c *cli.Context, cl *api.Client, id int64) error {
-					if err := cl.DeleteSubmission(c.Context, id); err != nil {
-						return err
-					}
-					fmt.Fprintf(c.App.Writer, "deleted submission %d\n", id)
-					return nil
-				}),
-			},
+			deleteCommand("delete one of your submissions (its runs, its ranking, its profiles)"),
 		},
 	}
 }
@@ -143,4 +131,22 @@ func saveProfile(ctx context.Context, cl *api.Client, id int64, path string) err
 		return usageError("--profile: %v", err)
 	}
 	return nil
+}
+
+// deleteCommand deletes a submission: the contestant's own (`submissions
+// delete`) or, for staff, anyone's (`admin delete`), through one route.
+func deleteCommand(usage string) *cli.Command {
+	return &cli.Command{
+		Name:      "delete",
+		Usage:     usage,
+		ArgsUsage: "ID",
+		Flags:     clientFlags(),
+		Action: idAction(func(c *cli.Context, cl *api.Client, id int64) error {
+			if err := cl.DeleteSubmission(c.Context, id); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.Writer, "deleted submission %d\n", id)
+			return nil
+		}),
+	}
 }

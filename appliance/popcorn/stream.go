@@ -65,15 +65,13 @@ func (h *Handler) submitStreaming(w http.ResponseWriter, r *http.Request, u *sto
 			send("result", wireResult(v, fmt.Sprintf("%s://%s/api/submissions/%d/profile", scheme, r.Host, v.ID)))
 			return nil
 		}
-		ok := true
 		if v.Status != status {
 			status = v.Status
-			ok = send("status", map[string]any{"status": status, "message": fmt.Sprintf("submission %d is %s", v.ID, status),
-				"elapsed_time": time.Since(start).Seconds()})
-		}
-		if !ok {
-			release()
-			return nil
+			if !send("status", map[string]any{"status": status, "message": fmt.Sprintf("submission %d is %s", v.ID, status),
+				"elapsed_time": time.Since(start).Seconds()}) {
+				release()
+				return nil
+			}
 		}
 		select {
 		case <-changed:

@@ -335,7 +335,7 @@ func (s *Store) ChangeLeaderboard(ctx context.Context, name string, ch api.Leade
 		return nil, api.Errorf(api.CodeInvalid, "a leaderboard ranks on at least one GPU type")
 	}
 	for _, g := range ch.GPUs {
-		if err := validName("GPU type", g, 32); err != nil {
+		if err := CheckGPUType(g); err != nil {
 			return nil, err
 		}
 	}
@@ -428,6 +428,10 @@ func (s *Store) Ranking(ctx context.Context, lbID int64, gpuType string) ([]api.
 	}
 	return out, rows.Err()
 }
+
+// CheckGPUType refuses a GPU type a leaderboard cannot rank on: the rule
+// of an edit's --gpus and a load's.
+func CheckGPUType(g string) error { return validName("GPU type", g, 32) }
 
 // Deleted is what deleting a leaderboard took with it: the queue's jobs
 // to cancel and the profile reports to remove, which live outside the
