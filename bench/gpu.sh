@@ -15,11 +15,12 @@
 #   triton, cuda_inline) in leaderboard mode through the daemon, queued
 #   at once: each passes and none is flagged ($PROBLEMS picks problems);
 # - cheats: every corpus cheat through `kernelbox eval` in leaderboard
-#   mode: verdict, reason, score, the timings' flags;
+#   mode: verdict, reason, score, the timings' flags ($CHEATS picks by
+#   file name without .py);
 # - pmpp: reference-kernels' pmpp_v2 unchanged ($REFK, default bin/refk,
 #   holds a checkout's problems/pmpp_v2 and pmpp_v2.yaml), loaded with
 #   --gpus set to this GPU, every shipped correct solution in leaderboard
-#   mode through the daemon.
+#   mode through the daemon ($PROBLEMS picks leaderboards: vectorsum_v2).
 # PARTS picks (default: latency inline cold). Writes $OUT/gpu-PART.txt
 # and each submission's JSON under $OUT/runs. Needs bin/kernelbox built
 # with -tags seccomp (docs/gpu-runs.md).
@@ -122,14 +123,17 @@ warm_start: false
       series cold $tmpl/triton.py leaderboard 3
       stop ;;
     templates)
-      locked
+      # All templates at once: more than the default per-user cap of
+      # jobs waiting (20), which refused the last 14 on 2026-12-06.
+      locked "max_queued_per_user: 500
+"
       ids=()
       for d in problems/library/*/; do
         n=$(basename $d); [ -f $d/task.yml ] || continue; grep -q world_size $d/task.yml && continue
         [ -n "${PROBLEMS:-}" ] && ! grep -qw "$n" <<< "$PROBLEMS" && continue
         for f in $d/templates/*.py; do
-          id=$($kb submit "$f" -l $n -g $gtype -m leaderboard --json --no-wait 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])' 2>/dev/null)
-          [ -n "$id" ] && ids+=("$id:$n/$(basename $f)") || echo "  submit $n $(basename $f) failed"
+          id=$($kb submit "$f" -l $n -g $gtype -m leaderboard --json --no-wait 2>"$out/runs/submit-err.txt" | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])' 2>/dev/null)
+          [ -n "$id" ] && ids+=("$id:$n/$(basename $f)") || echo "  submit $n $(basename $f) failed: $(head -c 300 $out/runs/submit-err.txt)"
         done
       done
       await_all "${ids[@]}"
@@ -144,6 +148,7 @@ warm_start: false
       ids=()
       for d in $refk/problems/pmpp_v2/*_py/; do
         n=$(basename $d); lb=${n%_py}_v2
+        [ -n "${PROBLEMS:-}" ] && ! grep -qw "$lb" <<< "$PROBLEMS" && continue
         for f in $d/solutions/correct/*.py; do
           b=$(now)
           id=$($kb submit "$f" -l $lb -g $gtype -m leaderboard --json --no-wait 2>"$out/runs/submit-err.txt" | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])' 2>/dev/null)
@@ -156,6 +161,7 @@ warm_start: false
       stop ;;
     cheats)
       for f in problems/testdata/cheats/*.py; do
+        [ -n "${CHEATS:-}" ] && ! grep -qw "$(basename $f .py)" <<< "$CHEATS" && continue
         timeout 120 $kb eval -p vectoradd -m leaderboard --json "$f" > "$out/runs/cheat.json" 2>/dev/null
         python3 - "$out/runs/cheat.json" "$(basename $f)" <<'PY'
 import json, sys
