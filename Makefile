@@ -36,7 +36,8 @@ cross: ## build the client-only CLI for macOS, Windows and Linux (CGO_ENABLED=0)
 demo: setup build ## start the daemon on a temp dir, submit the bundled vectoradd solutions through the CLI, show the ranking, stop
 	KB=./$(BIN) ./packaging/demo.sh
 
-test: setup ## run every test: Go, the Python harness, every problem's fixtures, the sandbox red team (as root)
+test: setup ## run every test: Go, the Python harness, every problem's fixtures, the sandbox red team, the web pages in Chromium (as root)
+	@./packaging/setup.sh --browser
 	$(GO) test -count=1 -timeout 40m ./...
 
 test/short: ## the fast tests only (no Python, no fixtures)

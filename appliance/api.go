@@ -18,6 +18,7 @@ import (
 	"kernelbox/appliance/api"
 	"kernelbox/appliance/popcorn"
 	"kernelbox/appliance/store"
+	"kernelbox/appliance/web"
 )
 
 // API is the HTTP interface of the daemon: JSON over TCP and the unix
@@ -31,10 +32,15 @@ type API struct {
 	// the HTTP shutdown does not wait out their 30 seconds.
 	stopping  chan struct{}
 	closeOnce sync.Once
+	web       http.Handler
 }
 
-func newAPI(svc *Service, log *slog.Logger) *API {
-	return &API{svc: svc, log: log, maxWait: 30 * time.Second, stopping: make(chan struct{})}
+func newAPI(svc *Service, log *slog.Logger) (*API, error) {
+	pages, err := web.New(svc, log, svc.cfg.MaxUploadBytes)
+	if err != nil {
+		return nil, err
+	}
+	return &API{svc: svc, log: log, maxWait: 30 * time.Second, stopping: make(chan struct{}), web: pages.Routes()}, nil
 }
 
 // stop releases the waiting long-polls.
@@ -99,9 +105,11 @@ func (a *API) Handler() http.Handler {
 		pc.ServeHTTP(w, r)
 		return nil
 	}, false, false))
-	mux.Handle("/", a.wrap(func(w http.ResponseWriter, r *http.Request) error {
+	mux.Handle("/api/", a.wrap(func(w http.ResponseWriter, r *http.Request) error {
 		return api.Errorf(api.CodeNotFound, "no such endpoint: %s %s (docs/api.md lists them)", r.Method, r.URL.Path)
 	}, false, false))
+	// The pages for a browser, on the same service calls as the API.
+	mux.Handle("/", a.web)
 	return mux
 }
 
@@ -209,14 +217,6 @@ func decodeJSON(r *http.Request, w http.ResponseWriter, v any) error {
 		return api.Errorf(api.CodeInvalid, "the request body has more after its JSON document")
 	}
 	return nil
-}
-
-func pathID(r *http.Request) (int64, error) {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id <= 0 {
-		return 0, api.Errorf(api.CodeInvalid, "submission id %q is not a positive number", r.PathValue("id"))
-	}
-	return id, nil
 }
 
 func (a *API) health(w http.ResponseWriter, r *http.Request) error {
@@ -342,7 +342,7 @@ func (a *API) submissions(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) submission(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
+	id, err := api.SubmissionID(r)
 	if err != nil {
 		return err
 	}
@@ -374,7 +374,7 @@ func redact(sub *store.Submission, u *store.User) {
 // A waiting request holds no worker and no timer per job: it sleeps on the
 // store's channel for that submission.
 func (a *API) events(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
+	id, err := api.SubmissionID(r)
 	if err != nil {
 		return err
 	}
@@ -421,7 +421,7 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) cancel(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
+	id, err := api.SubmissionID(r)
 	if err != nil {
 		return err
 	}
@@ -433,7 +433,7 @@ func (a *API) cancel(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) deleteSubmission(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
+	id, err := api.SubmissionID(r)
 	if err != nil {
 		return err
 	}

@@ -183,7 +183,7 @@ func (a *API) adminLeaderboard(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) adminHacked(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
+	id, err := api.SubmissionID(r)
 	if err != nil {
 		return err
 	}
@@ -207,7 +207,7 @@ func (a *API) adminFlagged(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) adminReview(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
+	id, err := api.SubmissionID(r)
 	if err != nil {
 		return err
 	}
@@ -223,7 +223,7 @@ func (a *API) adminReview(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) adminDelete(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
+	id, err := api.SubmissionID(r)
 	if err != nil {
 		return err
 	}

@@ -171,7 +171,11 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	d.svc.attach(board{r: d.runner, inv: api.GPUsStatus{Vendor: string(d.inventory.Vendor), Driver: d.inventory.Driver,
 		Notes: d.inventory.Notes, Profiler: profilerNote}})
-	d.api = newAPI(d.svc, d.log.With("component", "api"))
+	a, err := newAPI(d.svc, d.log.With("component", "api"))
+	if err != nil {
+		return err
+	}
+	d.api = a
 	return d.listen()
 }
 

@@ -59,7 +59,10 @@ func FuzzAPI(f *testing.F) {
 		f.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a := newAPI(svc, log)
+	a, err := newAPI(svc, log)
+	if err != nil {
+		f.Fatal(err)
+	}
 	a.maxWait = 10 * time.Millisecond
 	handler := a.Handler()
 

@@ -76,7 +76,7 @@ func (r *runner) keepProfile(runID int64, p *problems.ProfileResult) (string, er
 // profile serves a run's .ncu-rep to whoever may see the submission.
 // ?run=N picks one run; without it, the submission's first run with one.
 func (a *API) profile(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
+	id, err := api.SubmissionID(r)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,11 @@ func TestAPI_WritesOnlyTheContract(t *testing.T) {
 	t.Parallel()
 	b := newRunnerBundle(t)
 	ctx := t.Context()
-	srv := httptest.NewServer(newAPI(b.svc, testLogger(t)).Handler())
+	a, err := newAPI(b.svc, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(srv.Close)
 	_, admin, err := b.st.CreateUser(ctx, "root", api.RoleAdmin)
 	if err != nil {

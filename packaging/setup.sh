@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs what kernelbox's build and its CPU backend need on Debian or
 # Ubuntu. Idempotent: it installs only what is missing, so `make demo` and
-# `make test` can call it every time.
+# `make test` can call it every time. With --browser it also installs
+# Chromium, which the web pages' end-to-end tests drive headless.
 set -euo pipefail
 
 # iproute2: the sandbox tests probe a run's network namespace with ip.
 pkgs=(gcc make git libseccomp-dev pkg-config python3 python3-torch python3-numpy python3-yaml iproute2)
+[ "${1:-}" = --browser ] && pkgs+=(chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

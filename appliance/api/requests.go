@@ -4,6 +4,11 @@ package api
 // server decodes requests with unknown fields refused, so a field renamed
 // here is a breaking change of the contract.
 
+import (
+	"net/http"
+	"strconv"
+)
+
 // RegisterRequest redeems an invite for a new account (POST /api/register).
 type RegisterRequest struct {
 	Invite string `json:"invite"`
@@ -100,4 +105,14 @@ func Loads(action string) bool {
 // Deleted is the answer of DELETE /api/admin/submissions/ID.
 type Deleted struct {
 	Deleted int64 `json:"deleted"`
+}
+
+// SubmissionID reads a route's {id} as a submission id: the one check of
+// the API's, popcorn's and the pages' routes.
+func SubmissionID(r *http.Request) (int64, error) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, Errorf(CodeInvalid, "submission id %q is not a positive number", r.PathValue("id"))
+	}
+	return id, nil
 }

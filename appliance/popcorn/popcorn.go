@@ -305,18 +305,10 @@ func (h *Handler) submissions(w http.ResponseWriter, r *http.Request, u *store.U
 	return writeJSON(w, http.StatusOK, out)
 }
 
-func pathID(r *http.Request) (int64, error) {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id <= 0 {
-		return 0, api.Errorf(api.CodeInvalid, "submission id %q is not a positive number", r.PathValue("id"))
-	}
-	return id, nil
-}
-
 // submission is what popcorn polls every 5 s until done: it must never
 // answer a poll with 429 or 5xx (the client gives up at the first).
 func (h *Handler) submission(w http.ResponseWriter, r *http.Request, u *store.User) error {
-	id, err := pathID(r)
+	id, err := api.SubmissionID(r)
 	if err != nil {
 		return err
 	}
@@ -332,7 +324,7 @@ func (h *Handler) submission(w http.ResponseWriter, r *http.Request, u *store.Us
 }
 
 func (h *Handler) deleteSubmission(w http.ResponseWriter, r *http.Request, u *store.User) error {
-	id, err := pathID(r)
+	id, err := api.SubmissionID(r)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,227 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"html"
+	"html/template"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+
+	"kernelbox/appliance/api"
+	"kernelbox/appliance/store"
+	"kernelbox/gpu"
+	"kernelbox/problems"
+)
+
+// details is a submission as its page shows it.
+type details struct {
+	Sub   api.SubmissionView
+	Ended bool
+	// Position is the public run's place in its GPU type's queue while it
+	// waits (0: next), -1 when not queued; ETA the wait from recent runs.
+	Position int
+	ETA      time.Duration
+	Runs     []runView
+	// Plot compares the public run's per-shape times with the user's best
+	// ranked submission and the leader's, where they are known.
+	Plot template.HTML
+	// Best is the user's best submission on this leaderboard and GPU type
+	// (0: none, or this one).
+	Best int64
+}
+
+func (d details) noScriptRefresh() int {
+	if d.Ended {
+		return 0
+	}
+	return 3
+}
+
+// runView is one run (the public one, or its secret twin) with its
+// harness report decoded.
+type runView struct {
+	api.Run
+	Report    *problems.Report
+	Telemetry *gpu.RunTelemetry
+}
+
+func (h *Handler) details(r *http.Request, u *store.User, v api.SubmissionView) (details, error) {
+	d := details{Sub: v, Ended: api.Ended(v.Status), Position: -1}
+	for _, run := range v.Runs {
+		rv := runView{Run: run}
+		if len(run.Report) > 0 {
+			var rep problems.Report
+			if err := json.Unmarshal(run.Report, &rep); err != nil {
+				return details{}, fmt.Errorf("submission %d run %d: read its report: %w", v.ID, run.ID, err)
+			}
+			rv.Report = &rep
+		}
+		if len(run.Telemetry) > 0 {
+			var t gpu.RunTelemetry
+			if json.Unmarshal(run.Telemetry, &t) == nil && t.Samples > 0 {
+				rv.Telemetry = &t
+			}
+		}
+		d.Runs = append(d.Runs, rv)
+	}
+	if !d.Ended {
+		q, err := h.svc.Queue(r.Context(), u)
+		if err != nil {
+			return details{}, err
+		}
+		for _, j := range q.Mine {
+			if j.Submission == v.ID && j.State == api.StatusQueued {
+				d.Position, d.ETA = j.Position, j.ETA
+				break
+			}
+		}
+		return d, nil
+	}
+	return d, h.plot(r, u, &d)
+}
+
+// series is one line of the plot: a name and its mean per shape (ns).
+type series struct {
+	Name  string
+	Means map[string]float64
+	Errs  map[string]float64
+}
+
+// plot draws the public run's benchmarks beside the user's best and the
+// leader's on the same leaderboard and GPU type, when the viewer may read
+// those submissions (a contestant reads only their own).
+func (h *Handler) plot(r *http.Request, u *store.User, d *details) error {
+	pub := d.public()
+	if pub == nil || pub.Report == nil || len(pub.Report.Benchmarks) == 0 {
+		return nil
+	}
+	var specs []string
+	this := series{Name: "this run", Means: map[string]float64{}, Errs: map[string]float64{}}
+	for _, b := range pub.Report.Benchmarks {
+		if b.Mean > 0 {
+			specs = append(specs, b.Spec)
+			this.Means[b.Spec], this.Errs[b.Spec] = b.Mean, b.Err
+		}
+	}
+	if len(specs) == 0 {
+		return nil
+	}
+	all := []series{this}
+	rk, err := h.svc.Ranking(r.Context(), u, d.Sub.Leaderboard, d.Sub.GPUType)
+	if err == nil && len(rk.Rankings) == 1 {
+		rows := rk.Rankings[0].Rows
+		for _, row := range rows {
+			if row.User == u.Name && row.Submission != d.Sub.ID {
+				d.Best = row.Submission
+				if s, ok := h.seriesOf(r, u, row.Submission, "your best"); ok {
+					all = append(all, s)
+				}
+				break
+			}
+		}
+		if len(rows) > 0 && rows[0].User != u.Name {
+			if s, ok := h.seriesOf(r, u, rows[0].Submission, "leader ("+rows[0].User+")"); ok {
+				all = append(all, s)
+			}
+		}
+	}
+	d.Plot = drawPlot(specs, all)
+	return nil
+}
+
+// seriesOf is another submission's per-shape means, when u may read it.
+func (h *Handler) seriesOf(r *http.Request, u *store.User, id int64, name string) (series, bool) {
+	v, err := h.svc.SubmissionView(r.Context(), u, id, false)
+	if err != nil {
+		return series{}, false
+	}
+	for _, run := range v.Runs {
+		if run.Secret || len(run.Report) == 0 {
+			continue
+		}
+		var rep problems.Report
+		if json.Unmarshal(run.Report, &rep) != nil {
+			return series{}, false
+		}
+		s := series{Name: name, Means: map[string]float64{}, Errs: map[string]float64{}}
+		for _, b := range rep.Benchmarks {
+			s.Means[b.Spec], s.Errs[b.Spec] = b.Mean, b.Err
+		}
+		return s, true
+	}
+	return series{}, false
+}
+
+// public is the submission's public run.
+func (d *details) public() *runView {
+	for i := range d.Runs {
+		if !d.Runs[i].Secret {
+			return &d.Runs[i]
+		}
+	}
+	return nil
+}
+
+// drawPlot draws one row of bars per shape, each row on its own scale
+// (shapes differ by orders of magnitude), the run's error as a whisker.
+// It is plain SVG in the page: it needs no script and no request.
+func drawPlot(specs []string, all []series) template.HTML {
+	const width, label, barH, gap = 760, 260, 14, 10
+	rowH := len(all)*(barH+2) + gap
+	height := len(specs)*rowH + 28
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="plot" role="img" aria-label="mean time per benchmark shape" viewBox="0 0 %d %d" width="%d" height="%d" xmlns="http://www.w3.org/2000/svg">`, width, height, width, height)
+	for i, s := range all {
+		fmt.Fprintf(&b, `<rect x="%d" y="4" width="10" height="10" class="s%d"/><text x="%d" y="13" class="legend">%s</text>`,
+			label+i*170, i, label+i*170+14, html.EscapeString(s.Name))
+	}
+	for i, spec := range specs {
+		y0 := 24 + i*rowH
+		top := 0.0
+		for _, s := range all {
+			top = math.Max(top, s.Means[spec]+s.Errs[spec])
+		}
+		fmt.Fprintf(&b, `<text x="0" y="%d" class="spec">%s</text>`, y0+barH, html.EscapeString(shorten(spec, 40)))
+		for j, s := range all {
+			m, ok := s.Means[spec]
+			if !ok || m <= 0 || top <= 0 {
+				continue
+			}
+			y := y0 + j*(barH+2)
+			span := float64(width - label - 90)
+			w := m / top * span
+			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="%d" class="s%d"><title>%s: %s</title></rect>`,
+				label, y, w, barH, j, html.EscapeString(s.Name), micros(m))
+			if e := s.Errs[spec]; e > 0 {
+				x1, x2 := float64(label)+(m-e)/top*span, float64(label)+(m+e)/top*span
+				fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" class="err"/>`, x1, x2, y+barH/2, y+barH/2)
+			}
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d" class="val">%s</text>`, float64(label)+w+4, y+barH-3, micros(m))
+		}
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String()) //nolint:gosec // every text in it is escaped above
+}
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}
+
+// micros shows nanoseconds as microseconds with 3 significant figures
+// or more.
+func micros(ns float64) string {
+	us := ns / 1e3
+	switch {
+	case us >= 100:
+		return fmt.Sprintf("%.1f µs", us)
+	case us >= 1:
+		return fmt.Sprintf("%.2f µs", us)
+	}
+	return fmt.Sprintf("%.3f µs", us)
+}
