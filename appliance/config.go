@@ -182,6 +182,12 @@ type MeasureConfig struct {
 	// FloorSlack is the fraction of a physics floor a time may reach
 	// before the run is flagged (0: problems.DefaultFloorSlack).
 	FloorSlack float64 `yaml:"floor_slack"`
+	// TieFloor is the least half-width of a ranked score's interval, as a
+	// fraction of the score: the spread between runs of one kernel that a
+	// run's own standard error does not see (0.45-0.66 % CV of the score
+	// on an H100, docs/gpu-runs.md). Entries whose intervals overlap are
+	// statistical ties.
+	TieFloor float64 `yaml:"tie_floor"`
 }
 
 // ceilings are the peak rates a slot's times are held to, or nil: the
@@ -309,7 +315,7 @@ func DefaultConfig() Config {
 		Listen:  "127.0.0.1:8470",
 		GPUs:    "auto",
 		Measurement: MeasureConfig{Gate: true, MaxTempC: 80, Wait: 2 * time.Minute, MemorySlack: 512 << 20,
-			SampleEvery: 100 * time.Millisecond, HealthWait: 30 * time.Second},
+			SampleEvery: 100 * time.Millisecond, HealthWait: 30 * time.Second, TieFloor: 0.01},
 		Profiler:          ProfilerConfig{MaxKernels: 10, MaxReport: 256 << 20},
 		CacheBudget:       2 << 30,
 		MinFreeDisk:       256 << 20,
@@ -390,6 +396,9 @@ func (c *Config) Validate() error {
 	}
 	if p := c.Profiler.NCU; p != "" && p != "off" && !filepath.IsAbs(p) {
 		bad("profiler.ncu", "want an absolute path or off, got %q", p)
+	}
+	if f := c.Measurement.TieFloor; f < 0 || f >= 0.5 {
+		bad("measurement.tie_floor", "want a fraction from 0 to under 0.5, got %g", f)
 	}
 	if s := c.Measurement.FloorSlack; s < 0 || s > 1 {
 		bad("measurement.floor_slack", "want a fraction between 0 and 1, got %g", s)

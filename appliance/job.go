@@ -264,7 +264,7 @@ func (r *runner) record(log *slog.Logger, g gang, l *queue.Lease, p jobPayload, 
 		}{ex.before, ex.tel, ex.others})
 	}
 	if rep.Passed && rc.Run.Mode == string(problems.ModeLeaderboard) {
-		res.Score = rep.Score
+		res.Score, res.ScoreErr = rep.Score, rep.ScoreErr
 	}
 	res.Report, _ = json.Marshal(rep)
 	info := map[string]any{"slot": g.ids(), "gpu": slot.GPUType, "device": slot.Device,

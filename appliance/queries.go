@@ -180,9 +180,25 @@ func (s *Service) Ranking(ctx context.Context, u *store.User, name, gpu string) 
 		if err != nil {
 			return api.Ranking{}, err
 		}
+		markTies(rows, s.cfg.Measurement.TieFloor)
 		out.Rankings = append(out.Rankings, api.GPURanking{GPU: g, Rows: rows})
 	}
 	return out, nil
+}
+
+// markTies gives each row its score's interval (1.96 standard errors, at
+// least floor of the score) and marks a row whose interval overlaps the
+// one above it as tied with it: the daemon's one rule, which the CLI and
+// the pages show as it says.
+func markTies(rows []api.RankRow, floor float64) {
+	for i := range rows {
+		r := &rows[i]
+		r.Interval = max(1.96*r.ScoreErr, floor*r.Score)
+		if i > 0 {
+			up := rows[i-1]
+			r.Tie = r.Score-r.Interval <= up.Score+up.Interval
+		}
+	}
 }
 
 // SubmissionQuery is what a caller asks of the submission list: a staff

@@ -149,7 +149,10 @@ type Report struct {
 	Benchmarks []BenchmarkResult `json:"benchmarks"`
 	// Score is in seconds, lower being better; nil unless a leaderboard run
 	// passed.
-	Score     *float64  `json:"score"`
+	Score *float64 `json:"score"`
+	// ScoreErr is the score's standard error in seconds (ScoreErr), when
+	// the benchmarks gave theirs.
+	ScoreErr  *float64  `json:"score_err,omitempty"`
 	RankingBy RankingBy `json:"ranking_by"`
 	Phases    []Phase   `json:"phases"`
 	// Profile is profile mode's Nsight Compute report, when it ran under ncu.
@@ -286,6 +289,9 @@ func Evaluate(ctx context.Context, l Launcher, t *Task, opts EvalOptions) (*Repo
 			return rep, nil
 		}
 		rep.Score = &score
+		if e := ScoreErr(t.RankingBy, rep.Benchmarks); e > 0 {
+			rep.ScoreErr = &e
+		}
 	}
 	return rep, nil
 }

@@ -345,3 +345,33 @@ func Score(by RankingBy, benches []BenchmarkResult) (float64, error) {
 	}
 	return 0, fmt.Errorf("score: unknown ranking_by %q", by)
 }
+
+// ScoreErr is the standard error of Score's number, in seconds, carried
+// from each benchmark's own (err_ns, the standard error of its mean): the
+// spread a rerun of the same kernel would show from the timings' noise
+// alone. A mean held up to its floor has no error of its own. It is 0
+// when the harness gave none.
+func ScoreErr(by RankingBy, benches []BenchmarkResult) float64 {
+	score, err := Score(by, benches)
+	if err != nil {
+		return 0
+	}
+	var sum float64
+	for _, b := range benches {
+		if b.Mean < b.MinNs || b.Err <= 0 {
+			continue
+		}
+		switch by {
+		case RankGeom:
+			// d(geomean)/geomean = (1/n) sum d(m_i)/m_i
+			sum += (b.Err / b.Mean) * (b.Err / b.Mean)
+		default: // last, mean: an arithmetic mean of n (or 1) means
+			sum += b.Err * b.Err
+		}
+	}
+	n := float64(len(benches))
+	if by == RankGeom {
+		return score * math.Sqrt(sum) / n
+	}
+	return math.Sqrt(sum) / n / 1e9
+}

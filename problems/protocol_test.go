@@ -113,6 +113,32 @@ func TestScore(t *testing.T) {
 	}
 }
 
+func TestScoreErr(t *testing.T) {
+	t.Parallel()
+	be := func(mean, err float64) BenchmarkResult { return BenchmarkResult{Runs: 10, Mean: mean, Err: err} }
+	tests := []struct {
+		name    string
+		by      RankingBy
+		benches []BenchmarkResult
+		want    float64 // seconds
+	}{
+		{"last: its own error", RankLast, []BenchmarkResult{be(2e9, 0.1e9)}, 0.1},
+		// mean of two: sqrt(0.3² + 0.4²) / 2 = 0.25
+		{"mean: errors add in quadrature", RankMean, []BenchmarkResult{be(1e9, 0.3e9), be(3e9, 0.4e9)}, 0.25},
+		// geomean 2 s; relative errors 3 % and 4 %: 2 * 5 % / 2 = 0.05
+		{"geom: relative errors", RankGeom, []BenchmarkResult{be(1e9, 0.03e9), be(4e9, 0.16e9)}, 0.05},
+		{"no errors given", RankGeom, []BenchmarkResult{be(1e9, 0), be(4e9, 0)}, 0},
+		// The floored shape's own noise does not count: only 4e9's 4 %.
+		{"floored mean", RankGeom, []BenchmarkResult{{Runs: 3, Mean: 1, Err: 1, MinNs: 1e9}, be(4e9, 0.16e9)}, 0.04},
+		{"no score, no error", RankLast, []BenchmarkResult{be(1e9, 1e8), be(1e9, 1e8)}, 0},
+	}
+	for _, tt := range tests {
+		if got := ScoreErr(tt.by, tt.benches); math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("%s: ScoreErr = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
 func TestParseCases_RoundTrip(t *testing.T) {
 	t.Parallel()
 	cases := []Case{NewCase("size", "127", "seed", "-5"), NewCase("m", "1", "flag", "true", "dtype", "bf16", "scale", "0.5")}

@@ -143,9 +143,18 @@ type LeaderboardChange struct {
 
 // RankRow is one user's best on a leaderboard and GPU type.
 type RankRow struct {
-	Rank       int       `json:"rank"`
-	User       string    `json:"user"`
-	Score      float64   `json:"score"` // seconds, lower is better
+	Rank  int     `json:"rank"`
+	User  string  `json:"user"`
+	Score float64 `json:"score"` // seconds, lower is better
+	// ScoreErr is the score's standard error in seconds (0: unknown), and
+	// Interval the half-width of the interval the ranking compares: 1.96
+	// errors, and at least the box's tie floor (ranking_tie_floor) of the
+	// score, the spread seen between runs of one kernel.
+	ScoreErr float64 `json:"score_err,omitempty"`
+	Interval float64 `json:"interval,omitempty"`
+	// Tie is set when this entry's interval overlaps the one above it:
+	// the two are a statistical tie, ordered by noise, not by speed.
+	Tie        bool      `json:"tie,omitempty"`
 	Submission int64     `json:"submission"`
 	At         time.Time `json:"at"`
 }

@@ -77,12 +77,21 @@ func runLeaderboard(c *cli.Context, cl *api.Client, name string) error {
 				continue
 			}
 			tw := newTable(w)
-			fmt.Fprintln(tw, "  RANK\tUSER\tSCORE\tSUBMISSION\tWHEN")
+			fmt.Fprintln(tw, "  RANK\tUSER\tSCORE\t±\tSUBMISSION\tWHEN")
+			ties := false
 			for _, row := range r.Rows {
-				fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%s\n", row.Rank, row.User, problems.FormatNS(row.Score*1e9), row.Submission, row.At.Format("2006-01-02 15:04"))
+				rank := strconv.Itoa(row.Rank)
+				if row.Tie {
+					rank, ties = "≈"+rank, true
+				}
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\n", rank, row.User, problems.FormatNS(row.Score*1e9),
+					problems.FormatNS(row.Interval*1e9), row.Submission, row.At.Format("2006-01-02 15:04"))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
+			}
+			if ties {
+				fmt.Fprintln(w, "  ≈: a statistical tie with the entry above (their intervals overlap)")
 			}
 		}
 		return nil

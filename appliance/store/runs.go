@@ -67,9 +67,11 @@ func (s *Store) DeletedSubmission(ctx context.Context, subID int64) (bool, error
 // RunResult is what the runner learned from one run.
 type RunResult struct {
 	// Status is done (evaluated), error (the box failed) or cancelled.
-	Status     string
-	Passed     bool
-	Score      *float64
+	Status string
+	Passed bool
+	Score  *float64
+	// ScoreErr is the score's standard error in seconds, when known.
+	ScoreErr   *float64
 	Reason     string
 	Report     []byte
 	SystemInfo []byte
@@ -87,10 +89,10 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, lease string, res Ru
 	var subID int64
 	err := s.update(ctx, fmt.Sprintf("finish run %d", runID), func(tx *txn) error {
 		var secret bool
-		err := tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, passed = ?, score = ?, reason = ?, report = ?, system_info = ?,
-				telemetry = ?, profile_path = ?, finished_ms = ?, lease_token = NULL
+		err := tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, passed = ?, score = ?, score_err = ?, reason = ?, report = ?,
+				system_info = ?, telemetry = ?, profile_path = ?, finished_ms = ?, lease_token = NULL
 			WHERE id = ? AND lease_token = ? AND status = 'running' RETURNING submission_id, secret`,
-			res.Status, res.Passed, res.Score, res.Reason, string(res.Report), string(res.SystemInfo), string(res.Telemetry),
+			res.Status, res.Passed, res.Score, res.ScoreErr, res.Reason, string(res.Report), string(res.SystemInfo), string(res.Telemetry),
 			res.Profile, ms(s.now()), runID, lease).Scan(&subID, &secret)
 		if errors.Is(err, sql.ErrNoRows) {
 			return api.Errorf(api.CodeConflict, "run %d is no longer held by this lease", runID)
@@ -190,7 +192,10 @@ func settle(ctx context.Context, tx *txn, now time.Time, subID int64) error {
 		passed = passed && status == api.StatusDone
 	}
 	var user int64
-	if err := tx.QueryRowContext(ctx, `UPDATE submissions SET status = ?, passed = ?, score = ?, reason = ?, finished_ms = ?
+	// The score's error is its run's: the public leaderboard run.
+	if err := tx.QueryRowContext(ctx, `UPDATE submissions SET status = ?, passed = ?, score = ?, reason = ?, finished_ms = ?,
+			score_err = CASE WHEN ?3 IS NULL THEN NULL ELSE
+				(SELECT r.score_err FROM runs r WHERE r.submission_id = submissions.id AND r.secret = 0 AND r.score IS NOT NULL) END
 		WHERE id = ? RETURNING user_id`, status, passed, score, reason, ms(now), subID).Scan(&user); err != nil {
 		return err
 	}

@@ -412,3 +412,47 @@ func (s *Store) PutLeaderboard(ctx context.Context, spec LeaderboardSpec) (creat
 	}
 	return out[0].Action == LoadCreated, nil
 }
+
+// TestStore_RankingCarriesScoreErr: a run's score error reaches its
+// submission and the ranking; a submission scored without one ranks with
+// none (as every score stored before migration 0009).
+func TestStore_RankingCarriesScoreErr(t *testing.T) {
+	t.Parallel()
+	st := newTestStore(t)
+	ctx := t.Context()
+	lb, ann := leaderboardAndUser(t, st)
+	bob, _, err := st.CreateUser(ctx, "bob", api.RoleContestant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scoredWithErr := func(u *User, score float64, serr *float64) {
+		sub, err := st.CreateSubmission(ctx, NewSubmission{Leaderboard: lb, User: u, FileName: "s.py", Code: []byte("x = 1\n"),
+			GPUType: "cpu", Mode: "leaderboard", Category: api.CategoryRanked, Secret: true, Jobs: testJobs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range sub.Runs {
+			if ok, err := st.StartRun(ctx, r.ID, "lease", "cpu:0"); err != nil || !ok {
+				t.Fatalf("StartRun: %v, %v", ok, err)
+			}
+			res := RunResult{Status: api.StatusDone, Passed: true, Score: &score, ScoreErr: serr}
+			if r.Secret { // the twin's own figures never rank
+				other := 9 * score
+				res.Score, res.ScoreErr = &other, &other
+			}
+			if _, err := st.FinishRun(ctx, r.ID, "lease", res); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	e := 2e-6
+	scoredWithErr(ann, 1e-4, &e)
+	scoredWithErr(bob, 2e-4, nil)
+	rows, err := st.Ranking(ctx, lb.ID, "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].User != "ann" || rows[0].ScoreErr != e || rows[1].ScoreErr != 0 {
+		t.Errorf("Ranking = %+v, want ann with score_err %g, then bob with none", rows, e)
+	}
+}
