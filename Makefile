@@ -49,7 +49,7 @@ test/race: setup ## the tests under the race detector
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 bench: setup ## the benchmarks that compare against a baseline run beside them (as root: the daemon's need the sandbox)
-	$(GO) test -run XXX -bench 'EndToEnd|Daemon_|Overhead' -benchtime 3x ./appliance ./sandbox
+	$(GO) test -run XXX -bench 'EndToEnd|Daemon_|Overhead|Web_' -benchtime 3x ./appliance ./sandbox
 	$(GO) test -run XXX -bench . ./queue
 	$(GO) test -run XXX -bench Scan -benchtime 10x ./policies
 

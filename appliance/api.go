@@ -36,7 +36,7 @@ type API struct {
 }
 
 func newAPI(svc *Service, log *slog.Logger) (*API, error) {
-	pages, err := web.New(svc, log, svc.cfg.MaxUploadBytes)
+	pages, err := web.New(svc, svc, log, svc.cfg.MaxUploadBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -242,3 +242,90 @@ func TestWeb_SubmitAndRead(t *testing.T) {
 		t.Errorf("after signing out, /me went to %s", path)
 	}
 }
+
+var inviteRE = regexp.MustCompile(`id="invite-code">(inv_[A-Za-z0-9_-]+)<`)
+
+// TestWeb_Organiser: the organisers' page, as an organiser would use it
+// at a hackathon: make an invite and see its code once, review a flagged
+// submission, ban and unban a contestant, close a leaderboard and set its
+// deadline; a contestant is refused the page and its forms.
+func TestWeb_Organiser(t *testing.T) {
+	t.Parallel()
+	td := startDaemon(t, t.TempDir(), nil)
+	td.loadQuick()
+	ctx := t.Context()
+	org := newBrowser(t, td.server)
+	_, _, body := org.post("/login", url.Values{"token": {td.token}, "next": {"/admin"}}, nil)
+	mustContain(t, "organisers' page", body, "Nothing waits for review", `action="/admin/leaderboards/quick"`, ">Organisers</a>")
+	csrf := csrfOf(t, body)
+
+	code, _, body := org.post("/admin/invites", url.Values{"csrf": {csrf}, "role": {"contestant"}, "uses": {"1"}}, nil)
+	m := inviteRE.FindStringSubmatch(body)
+	if code != http.StatusOK || m == nil {
+		t.Fatalf("make an invite: %d, no code shown:\n%s", code, body)
+	}
+	cara := newBrowser(t, td.server)
+	if code, _, body := cara.post("/register", url.Values{"invite": {m[1]}, "name": {"cara"}}, nil); code != http.StatusOK {
+		t.Fatalf("register with the invite: %d\n%s", code, body)
+	}
+	if code, _, body := cara.get("/admin"); code != http.StatusForbidden || !strings.Contains(body, "for organisers") {
+		t.Errorf("a contestant opens /admin: %d, want 403:\n%s", code, body)
+	}
+	_, _, body = cara.get("/problems/quick")
+	caraCSRF := csrfOf(t, body)
+	if code, _, _ := cara.post("/admin/users/cara/ban", url.Values{"csrf": {caraCSRF}, "banned": {"false"}}, nil); code != http.StatusForbidden {
+		t.Errorf("a contestant posts to an organiser's form: %d, want 403", code)
+	}
+
+	// A threaded kernel is flagged and held out until reviewed.
+	threaded := "import threading\ndef custom_kernel(xs):\n    return [2 * x for x in xs]\n"
+	_, path, _ := cara.post("/submit", url.Values{"csrf": {caraCSRF}, "leaderboard": {"quick"}, "gpu": {"cpu"}, "mode": {"leaderboard"}, "code": {threaded}}, nil)
+	id := strings.TrimPrefix(path, "/submissions/")
+	_, _, body = org.get("/admin")
+	mustContain(t, "review list", body, `action="/admin/submissions/`+id+`/review"`, "THREADS")
+	waitFor(t, 60*time.Second, func() bool {
+		_, _, live := cara.get(path + "?part=live")
+		return strings.Contains(live, `data-ended="true"`)
+	})
+	if _, _, body := org.get("/leaderboards/quick"); strings.Contains(body, "<td>cara</td>") {
+		t.Errorf("a flagged submission is ranked before its review")
+	}
+	if code, path, body := org.post("/admin/submissions/"+id+"/review", url.Values{"csrf": {csrf}, "review": {"cleared"}}, nil); code != http.StatusOK || path != "/admin" {
+		t.Fatalf("clear it: %d at %s\n%s", code, path, body)
+	} else {
+		mustContain(t, "after review", body, "Done: submission "+id+" cleared", "Nothing waits for review")
+	}
+	_, _, body = org.get("/leaderboards/quick")
+	mustContain(t, "ranking after review", body, "<td>cara</td>")
+
+	// A ban holds on the pages as on the API: cara reads, does not act.
+	org.post("/admin/users/cara/ban", url.Values{"csrf": {csrf}, "banned": {"true"}}, nil)
+	if code, _, body := cara.post("/submit", url.Values{"csrf": {caraCSRF}, "leaderboard": {"quick"}, "gpu": {"cpu"}, "mode": {"test"}, "code": {threaded}}, nil); code != http.StatusForbidden || !strings.Contains(body, "banned") {
+		t.Errorf("a banned user submits: %d, want 403 naming the ban:\n%s", code, body)
+	}
+	if code, _, _ := cara.get("/leaderboards/quick"); code != http.StatusOK {
+		t.Errorf("a banned user reads: %d", code)
+	}
+	org.post("/admin/users/cara/ban", url.Values{"csrf": {csrf}, "banned": {"false"}}, nil)
+
+	// Close the leaderboard: cara, invited to none, no longer sees it.
+	if code, _, body := org.post("/admin/leaderboards/quick", url.Values{"csrf": {csrf}, "visibility": {"closed"}}, nil); code != http.StatusOK {
+		t.Fatalf("close quick: %d\n%s", code, body)
+	}
+	if code, _, _ := cara.get("/problems/quick"); code != http.StatusForbidden {
+		t.Errorf("a closed leaderboard to a contestant not invited: %d, want 403", code)
+	}
+	if code, _, body := org.post("/admin/leaderboards/quick", url.Values{"csrf": {csrf}, "deadline": {"2100-01-02T03:04"}}, nil); code != http.StatusOK {
+		t.Fatalf("set the deadline: %d\n%s", code, body)
+	}
+	if code, _, body := org.post("/admin/leaderboards/quick", url.Values{"csrf": {csrf}, "deadline": {"next week"}}, nil); code != http.StatusBadRequest || !strings.Contains(body, "2026-12-31T18:00") {
+		t.Errorf("a bad deadline: %d, want 400 with an example:\n%s", code, body)
+	}
+	info, err := td.admin.Leaderboard(ctx, "quick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Visibility != api.VisibilityClosed || !info.Deadline.Equal(time.Date(2100, 1, 2, 3, 4, 0, 0, time.UTC)) {
+		t.Errorf("quick after the edits = %s, deadline %s", info.Visibility, info.Deadline)
+	}
+}

@@ -130,6 +130,8 @@ func TestWeb_Browser(t *testing.T) {
 		shot("queue"),
 		chromedp.Navigate(td.server+"/me"),
 		shot("mine"),
+		chromedp.Navigate(td.server+"/admin"),
+		shot("admin"),
 	)
 	if err != nil {
 		t.Fatalf("browser: %v", err)

@@ -62,6 +62,7 @@ const sessionCookie = "kernelbox_session"
 // Handler serves the pages.
 type Handler struct {
 	svc      Service
+	staff    StaffService
 	log      *slog.Logger
 	maxBytes int64
 	pages    map[string]*template.Template
@@ -70,7 +71,7 @@ type Handler struct {
 }
 
 // New returns the pages' handler; uploads are capped at maxBytes.
-func New(svc Service, log *slog.Logger, maxBytes int64) (*Handler, error) {
+func New(svc Service, staff StaffService, log *slog.Logger, maxBytes int64) (*Handler, error) {
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err
@@ -79,7 +80,7 @@ func New(svc Service, log *slog.Logger, maxBytes int64) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web assets: %w", err)
 	}
-	return &Handler{svc: svc, log: log, maxBytes: maxBytes, pages: pages,
+	return &Handler{svc: svc, staff: staff, log: log, maxBytes: maxBytes, pages: pages,
 		static: http.StripPrefix("/static/", http.FileServerFS(st)), now: time.Now}, nil
 }
 
@@ -107,6 +108,12 @@ func (h *Handler) Routes() http.Handler {
 	user("GET /me", h.mine)
 	user("GET /queue", h.queue)
 	user("GET /live", h.live)
+	user("GET /admin", h.admin)
+	user("POST /admin/submissions/{id}/review", h.adminReview)
+	user("POST /admin/leaderboards/{name}", h.adminLeaderboard)
+	user("POST /admin/invites", h.adminInvite)
+	user("POST /admin/invites/{id}/revoke", h.adminRevoke)
+	user("POST /admin/users/{name}/ban", h.adminBan)
 	open("/", func(http.ResponseWriter, *http.Request, *store.User) error {
 		return api.Errorf(api.CodeNotFound, "there is no such page")
 	})
