@@ -12,7 +12,7 @@ export GOFLAGS := -tags=seccomp
 # deprecated; the warnings say nothing about our code.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: help setup build cross demo test test/race test/short bench lint tidy
+.PHONY: help setup build cross demo test test/race test/short bench lint tidy web web/check
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -58,6 +58,12 @@ lint: ## gofmt, go vet and staticcheck (fetched from the module proxy on first u
 	$(GO) vet ./...
 	GOOS=darwin CGO_ENABLED=0 GOFLAGS= $(GO) vet ./appliance/api ./appliance/cli ./cmd/kernelbox
 	$(GO) run $(STATICCHECK) ./...
+
+web: ## rebuild the submit form's editor (CodeMirror, from the npm registry) into appliance/web/static/editor.js
+	cd appliance/web/editor && npm ci --no-audit --no-fund && npm run build
+
+web/check: web ## fail when the committed editor bundle is not what its pinned sources build
+	git diff --exit-code --stat -- appliance/web/static/editor.js
 
 tidy: ## go mod tidy
 	$(GO) mod tidy

@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,16 +99,22 @@ func TestWeb_Browser(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var status, marker, board, problem, set string
+	var status, marker, board, problem, set, display, area, sent string
 	err = chromedp.Do(ctx,
 		chromedp.Navigate(td.server+"/problems/quick"),
 		chromedp.WaitVisible(chromedp.CSS(`#token`)),
 		shot("login"),
 		chromedp.SendKeys(chromedp.CSS(`#token`), td.token),
 		chromedp.Click(chromedp.CSS(`form[action="/login"] button`)),
-		chromedp.WaitVisible(chromedp.CSS(`textarea#code`)),
+		// The editor (CodeMirror, bundled into the binary) replaces the
+		// text area; its styles need the page's CSP nonce.
+		chromedp.WaitVisible(chromedp.CSS(`.cm-editor`)),
 		text(`article.description`, &problem),
-		chromedp.SetValue(chromedp.CSS(`#code`), string(sol)),
+		eval(`getComputedStyle(document.querySelector(".cm-editor")).display`, &display),
+		eval(`(() => { const a = document.getElementById("code"); a.value = `+jsString(string(sol))+`;
+			a.dispatchEvent(new Event("input")); return "set"; })()`, &set),
+		chromedp.SendKeys(chromedp.CSS(`.cm-content`), "# typed in the editor\n"),
+		eval(`document.getElementById("code").value`, &area),
 		chromedp.SetValue(chromedp.CSS(`#mode`), "leaderboard"),
 		shot("problem"),
 		chromedp.Click(chromedp.CSS(`form.submit button[type=submit]`)),
@@ -118,6 +125,10 @@ func TestWeb_Browser(t *testing.T) {
 		text(`#status`, &status),
 		eval(`String(window.kbMark)`, &marker),
 		chromedp.WaitVisible(chromedp.CSS(`svg.plot`)),
+		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) (err error) {
+			sent, err = chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS(`details.code`)))
+			return err
+		}),
 		shot("submission"),
 		chromedp.Navigate(td.server+"/leaderboards/quick"),
 		text(`table.ranking`, &board),
@@ -139,6 +150,15 @@ func TestWeb_Browser(t *testing.T) {
 	if !strings.Contains(problem, "Double every element") {
 		t.Errorf("problem description = %q", problem)
 	}
+	if display != "flex" {
+		t.Errorf("the editor's display = %q, want CodeMirror's flex: its styles did not apply (CSP nonce?)", display)
+	}
+	if !strings.Contains(area, "# typed in the editor") || !strings.Contains(area, "def custom_kernel") {
+		t.Errorf("the form's field after typing in the editor = %q", area)
+	}
+	if !strings.Contains(sent, "# typed in the editor") {
+		t.Errorf("the submitted code = %q, want what was typed in the editor", sent)
+	}
 	if status != "passed" {
 		t.Errorf("the submission's status = %q, want passed", status)
 	}
@@ -158,4 +178,10 @@ func TestWeb_Browser(t *testing.T) {
 			t.Errorf("a page asked for %s, outside the box", u)
 		}
 	}
+}
+
+// jsString quotes s as a JavaScript string literal.
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

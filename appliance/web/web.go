@@ -19,8 +19,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"embed"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -93,7 +95,13 @@ func (h *Handler) Routes() http.Handler {
 	mux := http.NewServeMux()
 	open := func(pattern string, f handlerFunc) { mux.Handle(pattern, h.wrap(f, false)) }
 	user := func(pattern string, f handlerFunc) { mux.Handle(pattern, h.wrap(f, true)) }
-	mux.Handle("GET /static/", h.static)
+	mux.Handle("GET /static/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Embedded files carry no modification time: say how long to keep
+		// them (the editor is half a megabyte), short enough to see an
+		// upgrade within the hour.
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		h.static.ServeHTTP(w, r)
+	}))
 	open("GET /login", h.loginPage)
 	open("POST /login", h.login)
 	open("POST /register", h.register)
@@ -124,7 +132,11 @@ func (h *Handler) wrap(f handlerFunc, auth bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The pages are the box's own: no framing by another site, no
 		// script or style from elsewhere (a hackathon may have no internet).
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+		// The editor writes its styles into <style> elements, admitted by
+		// this response's nonce; no inline script runs.
+		nonce := newNonce()
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'nonce-"+nonce+"'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+		r = r.WithContext(context.WithValue(r.Context(), nonceKey{}, nonce))
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Referrer-Policy", "same-origin")
 		u := h.session(r)
@@ -150,6 +162,15 @@ func (h *Handler) wrap(f handlerFunc, auth bool) http.Handler {
 			h.fail(w, r, u, err)
 		}
 	})
+}
+
+type nonceKey struct{}
+
+// newNonce is a response's CSP nonce: 128 random bits.
+func newNonce() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24)
+	return base64.StdEncoding.EncodeToString(b)
 }
 
 // session is the signed-in user, or nil.
@@ -209,6 +230,8 @@ type page struct {
 	Title string
 	User  *store.User
 	CSRF  string
+	// Nonce admits the editor's styles under the page's CSP.
+	Nonce string
 	// Refresh, when positive, reloads the page every so many seconds
 	// without JavaScript (a running submission, the projector board).
 	Refresh int
@@ -224,6 +247,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, u *store.User, 
 		return fmt.Errorf("render %s: no such page template", name)
 	}
 	p := page{Title: title, User: u, Data: data}
+	p.Nonce, _ = r.Context().Value(nonceKey{}).(string)
 	if c, err := r.Cookie(sessionCookie); err == nil && u != nil {
 		p.CSRF = csrfToken(c.Value)
 	}
