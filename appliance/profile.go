@@ -1,6 +1,7 @@
 package appliance
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -80,42 +81,42 @@ func (a *API) profile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sub, err := a.svc.visibleSubmission(r.Context(), userOf(r), id)
-	if err != nil {
-		return err
-	}
-	var want int64
+	var run int64
 	if q := r.URL.Query().Get("run"); q != "" {
-		if want, err = strconv.ParseInt(q, 10, 64); err != nil || want <= 0 {
+		if run, err = strconv.ParseInt(q, 10, 64); err != nil || run <= 0 {
 			return api.Errorf(api.CodeInvalid, "run %q is not a positive number", q)
 		}
 	}
-	var name string
-	for _, run := range sub.Runs {
-		if (want == 0 || run.ID == want) && run.Profile != "" {
-			name = run.Profile
-			break
-		}
-	}
-	if name == "" {
-		return api.Errorf(api.CodeNotFound, "submission %d has no Nsight Compute report (profile mode on an NVIDIA GPU makes one)", id)
-	}
-	f, err := os.Open(filepath.Join(profilesDir(a.svc.cfg.DataDir), filepath.Base(name)))
-	if errors.Is(err, os.ErrNotExist) {
-		return api.Errorf(api.CodeNotFound, "the report of submission %d is gone from the box", id)
-	}
+	f, err := a.svc.OpenProfile(r.Context(), userOf(r), id, run)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	st, err := f.Stat()
+	return api.ServeProfile(w, r, id, f)
+}
+
+// OpenProfile opens the Nsight Compute report of run (0: the first run
+// with one) of submission id, which u must be allowed to see.
+func (s *Service) OpenProfile(ctx context.Context, u *store.User, id, run int64) (*os.File, error) {
+	sub, err := s.visibleSubmission(ctx, u, id)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", fmt.Sprintf("submission-%d.ncu-rep", id)))
-	http.ServeContent(w, r, "", st.ModTime(), f)
-	return nil
+	var name string
+	for _, r := range sub.Runs {
+		if (run == 0 || r.ID == run) && r.Profile != "" {
+			name = r.Profile
+			break
+		}
+	}
+	if name == "" {
+		return nil, api.Errorf(api.CodeNotFound, "submission %d has no Nsight Compute report (profile mode on an NVIDIA GPU makes one)", id)
+	}
+	f, err := os.Open(filepath.Join(profilesDir(s.cfg.DataDir), filepath.Base(name)))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, api.Errorf(api.CodeNotFound, "the report of submission %d is gone from the box", id)
+	}
+	return f, err
 }
 
 // removeProfiles deletes the reports of a deleted submission's runs.

@@ -208,6 +208,27 @@ func TestWeb_SubmitAndRead(t *testing.T) {
 	})
 	mustContain(t, "wrong solution", live, `id="status">failed`, "wrong result")
 
+	// While the queue is paused the page says where the submission waits;
+	// once it runs, each test's verdict shows as it arrives.
+	if _, err := td.admin.Pause(t.Context(), "web test"); err != nil {
+		t.Fatal(err)
+	}
+	slow := "import time\ndef custom_kernel(xs):\n    time.sleep(1.5)\n    return [2 * x for x in xs]\n"
+	_, path, _ = b.post("/submit", url.Values{"leaderboard": {"quick"}, "gpu": {"cpu"}, "mode": {"test"}, "code": {slow}, "csrf": {csrf}}, nil)
+	_, _, live = b.get(path + "?part=live")
+	mustContain(t, "a queued submission", live, "place 1 in the queue", `data-ended="false"`, ">Cancel</button>")
+	if _, err := td.admin.Resume(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, func() bool {
+		_, _, live = b.get(path + "?part=live")
+		return strings.Contains(live, "test 0 (n: 3; seed: 1): pass") || strings.Contains(live, `data-ended="true"`)
+	})
+	mustContain(t, "a running submission", live, "test 0 (n: 3; seed: 1): pass", `data-ended="false"`)
+	if code, _, body := b.get(path + "/profile"); code != http.StatusNotFound || !strings.Contains(body, "no Nsight Compute report") {
+		t.Errorf("the profile of a run without one: %d\n%s", code, body)
+	}
+
 	if code, _, body := b.get("/no/such/page"); code != http.StatusNotFound || !strings.Contains(body, "no such page") {
 		t.Errorf("unknown page: %d\n%s", code, body)
 	}

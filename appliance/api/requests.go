@@ -5,7 +5,9 @@ package api
 // here is a breaking change of the contract.
 
 import (
+	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 )
 
@@ -115,4 +117,17 @@ func SubmissionID(r *http.Request) (int64, error) {
 		return 0, Errorf(CodeInvalid, "submission id %q is not a positive number", r.PathValue("id"))
 	}
 	return id, nil
+}
+
+// ServeProfile sends a run's opened Nsight Compute report as a download,
+// for the API and the pages alike.
+func ServeProfile(w http.ResponseWriter, r *http.Request, id int64, f *os.File) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", fmt.Sprintf("submission-%d.ncu-rep", id)))
+	http.ServeContent(w, r, "", st.ModTime(), f)
+	return nil
 }

@@ -31,6 +31,9 @@ type details struct {
 	// Best is the user's best submission on this leaderboard and GPU type
 	// (0: none, or this one).
 	Best int64
+	// Progress is what the runs said so far while the submission is
+	// open: each test's verdict and each phase's end, as they arrive.
+	Progress []string
 }
 
 func (d details) noScriptRefresh() int {
@@ -78,9 +81,51 @@ func (h *Handler) details(r *http.Request, u *store.User, v api.SubmissionView) 
 				break
 			}
 		}
+		if d.Progress, err = h.progress(r, v.ID); err != nil {
+			return details{}, err
+		}
 		return d, nil
 	}
 	return d, h.plot(r, u, &d)
+}
+
+// progress reads the open submission's test verdicts and phase ends from
+// its events, as kernelbox submit prints them.
+func (h *Handler) progress(r *http.Request, id int64) ([]string, error) {
+	var out []string
+	var after int64
+	for {
+		page, _, err := h.svc.EventsPage(r.Context(), id, after)
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range page.Events {
+			p, err := ev.Payload()
+			if err != nil {
+				continue
+			}
+			switch p := p.(type) {
+			case *api.RunTest:
+				out = append(out, fmt.Sprintf("%s %d (%s): %s", p.Phase, p.Index, p.Spec, p.Status))
+			case *api.RunPhase:
+				verdict := "ok"
+				if !p.Passed {
+					verdict = "failed: " + p.Reason
+				}
+				who := "run"
+				if p.Secret {
+					who = "secret-seed run"
+				}
+				out = append(out, fmt.Sprintf("%s: %s phase %s in %s", who, p.Phase, verdict, p.Wall.Round(time.Millisecond)))
+			case *api.RunStarted:
+				out = append(out, "started")
+			}
+		}
+		if len(page.Events) == 0 || page.Next == after {
+			return out, nil
+		}
+		after = page.Next
+	}
 }
 
 // series is one line of the plot: a name and its mean per shape (ns).

@@ -247,6 +247,20 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, u *store.User) 
 	return nil
 }
 
+func (h *Handler) profile(w http.ResponseWriter, r *http.Request, u *store.User) error {
+	id, err := api.SubmissionID(r)
+	if err != nil {
+		return err
+	}
+	run, _ := strconv.ParseInt(r.URL.Query().Get("run"), 10, 64)
+	f, err := h.svc.OpenProfile(r.Context(), u, id, max(run, 0))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return api.ServeProfile(w, r, id, f)
+}
+
 type minePage struct {
 	Subs  []api.Submission
 	Bests []best

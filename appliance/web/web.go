@@ -31,6 +31,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -51,6 +52,11 @@ type Service interface {
 	MySubmissions(ctx context.Context, u *store.User, leaderboard string, limit int) ([]api.Submission, error)
 	SubmissionView(ctx context.Context, u *store.User, id int64, withCode bool) (api.SubmissionView, error)
 	Cancel(ctx context.Context, u *store.User, id int64) (*store.Submission, error)
+	// EventsPage reads a submission's events after a cursor; the caller
+	// has checked that the user may see the submission.
+	EventsPage(ctx context.Context, id, after int64) (api.EventsPage, bool, error)
+	// OpenProfile opens a run's Nsight Compute report (run 0: the first).
+	OpenProfile(ctx context.Context, u *store.User, id, run int64) (*os.File, error)
 	Queue(ctx context.Context, u *store.User) (*api.QueueStatus, error)
 	GPUs() (api.GPUsStatus, error)
 }
@@ -113,6 +119,7 @@ func (h *Handler) Routes() http.Handler {
 	user("POST /submit", h.submit)
 	user("GET /submissions/{id}", h.submission)
 	user("POST /submissions/{id}/cancel", h.cancel)
+	user("GET /submissions/{id}/profile", h.profile)
 	user("GET /me", h.mine)
 	user("GET /queue", h.queue)
 	user("GET /live", h.live)
