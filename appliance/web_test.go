@@ -350,3 +350,24 @@ func TestWeb_Organiser(t *testing.T) {
 		t.Errorf("quick after the edits = %s, deadline %s", info.Visibility, info.Deadline)
 	}
 }
+
+// TestWeb_GPUTelemetry: a run on a GPU (a fake H200, CPU-backed) shows
+// the GPU's readings and its clock and temperature over the run.
+func TestWeb_GPUTelemetry(t *testing.T) {
+	t.Parallel()
+	td := fakeH200Daemon(t, false)
+	td.loadQuickOn("[H200]")
+	b := newBrowser(t, td.server)
+	_, _, body := b.post("/login", url.Values{"token": {td.token}, "next": {"/problems/quickgpu"}}, nil)
+	sol := "def custom_kernel(xs):\n    return [2 * x for x in xs]\n"
+	code, path, body := b.post("/submit", url.Values{"csrf": {csrfOf(t, body)}, "leaderboard": {"quickgpu"}, "gpu": {"H200"}, "mode": {"benchmark"}, "code": {sol}}, nil)
+	if code != http.StatusOK || !strings.HasPrefix(path, "/submissions/") {
+		t.Fatalf("submit: %d at %s\n%s", code, path, body)
+	}
+	var live string
+	waitFor(t, 60*time.Second, func() bool {
+		_, _, live = b.get(path + "?part=live")
+		return strings.Contains(live, `data-ended="true"`)
+	})
+	mustContain(t, "a GPU run's page", live, "GPU during the run", "SM clock", `class="plot series"`, "<polyline")
+}

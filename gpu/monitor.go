@@ -344,7 +344,23 @@ type RunTelemetry struct {
 	// counter moved: the run's timings are not comparable and it must not
 	// be scored.
 	Throttled bool `json:"throttled"`
+	// Series is the SM clock and temperature over the run, thinned to at
+	// most MaxSeries points (every reading of a short run, every 2nd, 4th
+	// ... of a long one), for a plot beside the run's results.
+	Series []SeriesPoint `json:"series,omitempty"`
 }
+
+// SeriesPoint is one reading of a run's series, at Ms milliseconds from
+// the first.
+type SeriesPoint struct {
+	Ms         int64  `json:"ms"`
+	SMClockMHz uint32 `json:"sm_mhz"`
+	TempC      uint32 `json:"temp_c"`
+}
+
+// MaxSeries bounds a run's series: a 10-minute run sampled every 100 ms
+// keeps one reading in 32.
+const MaxSeries = 256
 
 // Sampler reads a GPU every interval until Stop.
 type Sampler struct {
@@ -358,6 +374,10 @@ type Sampler struct {
 	sumMH float64
 	viol  [2]uint64 // thermal, power at the start
 	hasV  bool
+	// start is the first reading's time; stride keeps every stride-th
+	// reading in the series once it has filled (doubling each time).
+	start  time.Time
+	stride int
 }
 
 // Sample starts reading the GPU every interval; Stop ends it and returns
@@ -405,6 +425,28 @@ func (s *Sampler) add(t Telemetry) {
 	o.Reasons |= t.Reasons
 	o.Samples++
 	s.sumMH += float64(t.SMClockMHz)
+	s.addPoint(t)
+}
+
+// addPoint keeps a reading in the series: all of them until MaxSeries,
+// then every other one kept so far and every stride-th from then on, so
+// a run of any length keeps an even spread.
+func (s *Sampler) addPoint(t Telemetry) {
+	if s.stride == 0 {
+		s.start, s.stride = t.At, 1
+	}
+	if (s.out.Samples-1)%s.stride != 0 {
+		return
+	}
+	o := &s.out
+	o.Series = append(o.Series, SeriesPoint{Ms: t.At.Sub(s.start).Milliseconds(), SMClockMHz: t.SMClockMHz, TempC: t.TempC})
+	if len(o.Series) >= MaxSeries {
+		kept := o.Series[:0]
+		for i := 0; i < len(o.Series); i += 2 {
+			kept = append(kept, o.Series[i])
+		}
+		o.Series, s.stride = kept, s.stride*2
+	}
 }
 
 // Stop ends the sampling with a last reading and returns the summary.

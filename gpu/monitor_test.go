@@ -261,3 +261,40 @@ func TestMonitor_SampleViolationCounters(t *testing.T) {
 		t.Errorf("a run the thermal counter saw = %+v; want throttled, 2 ms", rt)
 	}
 }
+
+// TestMonitor_SampleSeries: a run's series keeps every reading until it
+// holds MaxSeries, then thins evenly: a long run's series stays bounded,
+// spans the whole run, in order.
+func TestMonitor_SampleSeries(t *testing.T) {
+	t.Parallel()
+	fake := fakeH200()
+	var n atomic.Int32
+	fake.GPUs[0].ReasonsFunc = func() uint64 { n.Add(1); return 0 }
+	m, err := gpu.OpenMonitor(fake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	s := m.Sample("GPU-aaaa", 100*time.Microsecond, gpu.DefaultThrottleMask)
+	for deadline := time.Now().Add(20 * time.Second); n.Load() < 3*gpu.MaxSeries; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the sampler took %d readings in 20 s", n.Load())
+		}
+	}
+	rt := s.Stop()
+	if len(rt.Series) < gpu.MaxSeries/2 || len(rt.Series) >= gpu.MaxSeries {
+		t.Fatalf("%d readings kept %d points; want between %d and %d", rt.Samples, len(rt.Series), gpu.MaxSeries/2, gpu.MaxSeries)
+	}
+	if rt.Series[0].Ms != 0 || rt.Series[0].SMClockMHz != 1980 {
+		t.Errorf("first point = %+v, want the first reading at 0 ms", rt.Series[0])
+	}
+	for i := 1; i < len(rt.Series); i++ {
+		if rt.Series[i].Ms < rt.Series[i-1].Ms {
+			t.Fatalf("series out of order at %d: %+v", i, rt.Series[i-1:i+1])
+		}
+	}
+	short := m.Sample("GPU-aaaa", time.Hour, gpu.DefaultThrottleMask).Stop()
+	if len(short.Series) != short.Samples || short.Samples != 2 {
+		t.Errorf("a short run's series = %d points of %d readings, want both readings", len(short.Series), short.Samples)
+	}
+}

@@ -49,6 +49,8 @@ type runView struct {
 	api.Run
 	Report    *problems.Report
 	Telemetry *gpu.RunTelemetry
+	// Series plots the GPU's SM clock and temperature over the run.
+	Series template.HTML
 }
 
 func (h *Handler) details(r *http.Request, u *store.User, v api.SubmissionView) (details, error) {
@@ -66,6 +68,7 @@ func (h *Handler) details(r *http.Request, u *store.User, v api.SubmissionView) 
 			var t gpu.RunTelemetry
 			if json.Unmarshal(run.Telemetry, &t) == nil && t.Samples > 0 {
 				rv.Telemetry = &t
+				rv.Series = drawSeries(t.Series)
 			}
 		}
 		d.Runs = append(d.Runs, rv)
@@ -249,6 +252,50 @@ func drawPlot(specs []string, all []series) template.HTML {
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String()) //nolint:gosec // every text in it is escaped above
+}
+
+// drawSeries draws the SM clock and the temperature over a run, one
+// line each on its own scale, as plain SVG; nothing for fewer than two
+// readings.
+func drawSeries(pts []gpu.SeriesPoint) template.HTML {
+	if len(pts) < 2 {
+		return ""
+	}
+	const width, height, left, right = 760, 150, 70, 20
+	span := float64(max(pts[len(pts)-1].Ms, 1))
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="plot series" role="img" aria-label="SM clock and temperature over the run" viewBox="0 0 %d %d" width="%d" height="%d" xmlns="http://www.w3.org/2000/svg">`, width, 2*height+10, width, 2*height+10)
+	lines := []struct {
+		name, unit string
+		v          func(gpu.SeriesPoint) float64
+	}{
+		{"SM clock", "MHz", func(p gpu.SeriesPoint) float64 { return float64(p.SMClockMHz) }},
+		{"temperature", "°C", func(p gpu.SeriesPoint) float64 { return float64(p.TempC) }},
+	}
+	for i, l := range lines {
+		y0 := i*(height+10) + 18
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, p := range pts {
+			lo, hi = math.Min(lo, l.v(p)), math.Max(hi, l.v(p))
+		}
+		if hi-lo < 1 { // a flat line in the middle, not a divide by zero
+			lo, hi = lo-1, hi+1
+		}
+		h := float64(height - 30)
+		fmt.Fprintf(&b, `<text x="0" y="%d" class="legend">%s (%s)</text>`, y0-4, l.name, l.unit)
+		fmt.Fprintf(&b, `<text x="0" y="%d" class="val">%.0f</text><text x="0" y="%.0f" class="val">%.0f</text>`, y0+12, hi, float64(y0)+h, lo)
+		b.WriteString(`<polyline class="line s` + fmt.Sprint(i) + `" fill="none" points="`)
+		for _, p := range pts {
+			x := left + float64(p.Ms)/span*float64(width-left-right)
+			y := float64(y0) + (hi-l.v(p))/(hi-lo)*h
+			fmt.Fprintf(&b, "%.1f,%.1f ", x, y)
+		}
+		b.WriteString(`"/>`)
+	}
+	fmt.Fprintf(&b, `<text x="%d" y="%d" class="val">0 s</text><text x="%d" y="%d" class="val" text-anchor="end">%.1f s</text>`,
+		left, 2*height+8, width-right, 2*height+8, span/1e3)
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String()) //nolint:gosec // numbers and fixed text only
 }
 
 func shorten(s string, n int) string {

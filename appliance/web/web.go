@@ -22,7 +22,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"embed"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -176,8 +175,8 @@ type nonceKey struct{}
 // newNonce is a response's CSP nonce: 128 random bits.
 func newNonce() string {
 	b := make([]byte, 16)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24)
-	return base64.StdEncoding.EncodeToString(b)
+	_, _ = rand.Read(b)          // crypto/rand.Read never fails (Go 1.24)
+	return hex.EncodeToString(b) // hex is within CSP's base64 alphabet, and needs no escaping
 }
 
 // session is the signed-in user, or nil.
