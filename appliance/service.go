@@ -182,7 +182,8 @@ func (s *Service) Submit(ctx context.Context, u *store.User, req api.SubmitReque
 		return nil, err
 	}
 	sub, err := s.store.CreateSubmission(ctx, store.NewSubmission{Leaderboard: lb, User: u, FileName: filepath.Base(req.FileName),
-		Code: req.Code, GPUType: gpu, Mode: string(mode), Category: category, Secret: mode == problems.ModeLeaderboard && t.NeedsTwin(), Findings: findings,
+		Code: req.Code, GPUType: gpu, Mode: string(mode), Category: category, Language: problems.Language(req.FileName, req.Code),
+		Secret: mode == problems.ModeLeaderboard && t.NeedsTwin(), Findings: findings,
 		Jobs: runJobs(u.Name, category, gpus), Limits: s.limits(lb, u, category)})
 	if err != nil {
 		return nil, err

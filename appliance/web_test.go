@@ -185,7 +185,7 @@ func TestWeb_SubmitAndRead(t *testing.T) {
 	mustContain(t, "ended submission", body, `id="status">passed`, "Benchmarks", "Tests", `<svg class="plot"`, "def custom_kernel")
 
 	_, _, body = b.get("/leaderboards/quick")
-	mustContain(t, "leaderboard", body, `class="medal gold"`, "<td>admin</td>", strings.TrimPrefix(path, "/submissions/"))
+	mustContain(t, "leaderboard", body, `class="medal gold"`, "<td>admin</td>", "<td>PyTorch</td>", strings.TrimPrefix(path, "/submissions/"))
 	for page, want := range map[string]string{"/live": "admin", "/": "quick", "/me": "Standings", "/queue": "<td>cpu</td>"} {
 		if code, _, body := b.get(page); code != http.StatusOK {
 			t.Errorf("GET %s = %d:\n%s", page, code, body)

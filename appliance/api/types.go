@@ -154,7 +154,11 @@ type RankRow struct {
 	Interval float64 `json:"interval,omitempty"`
 	// Tie is set when this entry's interval overlaps the one above it:
 	// the two are a statistical tie, ordered by noise, not by speed.
-	Tie        bool      `json:"tie,omitempty"`
+	Tie bool `json:"tie,omitempty"`
+	// Language is what the entry is written in (PyTorch, Triton, CUDA
+	// inline, CUDA, HIP, CuTe DSL); empty for entries from before it was
+	// recorded.
+	Language   string    `json:"language,omitempty"`
 	Submission int64     `json:"submission"`
 	At         time.Time `json:"at"`
 }
@@ -225,6 +229,7 @@ type Submission struct {
 	GPUType     string   `json:"gpu"`
 	Mode        string   `json:"mode"`
 	Category    string   `json:"category"`
+	Language    string   `json:"language,omitempty"`
 	Status      string   `json:"status"`
 	Passed      bool     `json:"passed"`
 	Score       *float64 `json:"score"`

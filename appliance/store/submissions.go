@@ -56,6 +56,8 @@ type NewSubmission struct {
 	GPUType     string
 	Mode        string
 	Category    string
+	// Language is what the code is written in (problems.Language).
+	Language string
 	// Secret asks for the secret-seed twin run (leaderboard mode).
 	Secret bool
 	// Findings are the scanner's; a flag among them holds the submission
@@ -92,7 +94,7 @@ func (s *Store) CreateSubmission(ctx context.Context, ns NewSubmission) (*Submis
 	sha := hex.EncodeToString(sum[:])
 	now := s.now()
 	sub := &Submission{Submission: api.Submission{Leaderboard: ns.Leaderboard.Name, User: ns.User.Name, FileName: ns.FileName,
-		SHA256: sha, GPUType: ns.GPUType, Mode: ns.Mode, Category: ns.Category, Status: api.StatusQueued, Created: now.UTC(),
+		SHA256: sha, GPUType: ns.GPUType, Mode: ns.Mode, Category: ns.Category, Language: ns.Language, Status: api.StatusQueued, Created: now.UTC(),
 		Findings: ns.Findings}, userID: ns.User.ID, leaderboardID: ns.Leaderboard.ID}
 	var findings string
 	if len(ns.Findings) > 0 {
@@ -116,9 +118,9 @@ func (s *Store) CreateSubmission(ctx context.Context, ns NewSubmission) (*Submis
 		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO code (sha256, data, size) VALUES (?, ?, ?)`, sha, ns.Code, len(ns.Code)); err != nil {
 			return err
 		}
-		err := tx.QueryRowContext(ctx, `INSERT INTO submissions (id, leaderboard_id, user_id, file_name, code_sha256, gpu_type, mode, category, created_ms, review, findings)
-			VALUES (`+nextID+`, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, "submissions",
-			ns.Leaderboard.ID, ns.User.ID, ns.FileName, sha, ns.GPUType, ns.Mode, ns.Category, ms(now), sub.Review, findings).Scan(&sub.ID)
+		err := tx.QueryRowContext(ctx, `INSERT INTO submissions (id, leaderboard_id, user_id, file_name, code_sha256, gpu_type, mode, category, language, created_ms, review, findings)
+			VALUES (`+nextID+`, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, "submissions",
+			ns.Leaderboard.ID, ns.User.ID, ns.FileName, sha, ns.GPUType, ns.Mode, ns.Category, ns.Language, ms(now), sub.Review, findings).Scan(&sub.ID)
 		if err != nil {
 			return err
 		}
@@ -294,7 +296,7 @@ func runsOf(ctx context.Context, q queryer, subID int64) ([]RunRecord, error) {
 }
 
 const submissionColumns = `s.id, l.name, u.name, s.user_id, s.leaderboard_id, s.file_name, s.code_sha256, s.gpu_type, s.mode, s.category,
-	s.status, s.passed, s.score, s.reason, s.hacked, s.review, s.findings, s.created_ms, s.finished_ms`
+	s.language, s.status, s.passed, s.score, s.reason, s.hacked, s.review, s.findings, s.created_ms, s.finished_ms`
 
 const submissionFrom = ` FROM submissions s JOIN leaderboards l ON l.id = s.leaderboard_id JOIN users u ON u.id = s.user_id`
 
@@ -305,7 +307,7 @@ func scanSubmission(row interface{ Scan(...any) error }) (*Submission, error) {
 	var finished sql.NullInt64
 	var findings string
 	if err := row.Scan(&sub.ID, &sub.Leaderboard, &sub.User, &sub.userID, &sub.leaderboardID, &sub.FileName, &sub.SHA256,
-		&sub.GPUType, &sub.Mode, &sub.Category, &sub.Status, &sub.Passed, &score, &sub.Reason, &sub.Hacked, &sub.Review, &findings,
+		&sub.GPUType, &sub.Mode, &sub.Category, &sub.Language, &sub.Status, &sub.Passed, &score, &sub.Reason, &sub.Hacked, &sub.Review, &findings,
 		&created, &finished); err != nil {
 		return nil, err
 	}
