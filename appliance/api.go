@@ -69,6 +69,7 @@ func (a *API) Handler() http.Handler {
 	user("GET /api/leaderboards", a.leaderboards)
 	user("GET /api/leaderboards/{name}", a.leaderboard)
 	user("GET /api/leaderboards/{name}/ranking", a.ranking)
+	user("GET /api/leaderboards/{name}/entries/{id}", a.entry)
 	user("GET /api/leaderboards/{name}/templates/{key}", a.template)
 	user("POST /api/submissions", a.submit)
 	user("GET /api/submissions", a.submissions)
@@ -288,6 +289,18 @@ func (a *API) ranking(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, rk)
+}
+
+func (a *API) entry(w http.ResponseWriter, r *http.Request) error {
+	id, err := api.SubmissionID(r)
+	if err != nil {
+		return err
+	}
+	e, err := a.svc.Entry(r.Context(), userOf(r), r.PathValue("name"), id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, e)
 }
 
 func (a *API) template(w http.ResponseWriter, r *http.Request) error {

@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -182,6 +183,45 @@ func (s *Service) Ranking(ctx context.Context, u *store.User, name, gpu string) 
 		}
 		markTies(rows, s.cfg.Measurement.TieFloor)
 		out.Rankings = append(out.Rankings, api.GPURanking{GPU: g, Rows: rows})
+	}
+	return out, nil
+}
+
+// Entry is a ranked entry's per-shape timings, for whoever may read the
+// leaderboard: only a submission that ranks now (on its GPU type) is an
+// entry, and only its public run's benchmark means are shown.
+func (s *Service) Entry(ctx context.Context, u *store.User, name string, id int64) (api.Entry, error) {
+	lb, err := s.readLeaderboard(ctx, u, name)
+	if err != nil {
+		return api.Entry{}, err
+	}
+	sub, err := s.store.Submission(ctx, id)
+	if err != nil || sub.Leaderboard != lb.Name {
+		return api.Entry{}, api.Errorf(api.CodeNotFound, "submission %d is not an entry of leaderboard %s", id, lb.Name)
+	}
+	rows, err := s.store.Ranking(ctx, lb.ID, sub.GPUType)
+	if err != nil {
+		return api.Entry{}, err
+	}
+	markTies(rows, s.cfg.Measurement.TieFloor)
+	out := api.Entry{Leaderboard: lb.Name, GPU: sub.GPUType, Shapes: []api.EntryShape{}}
+	i := slices.IndexFunc(rows, func(r api.RankRow) bool { return r.Submission == id })
+	if i < 0 {
+		return api.Entry{}, api.Errorf(api.CodeNotFound, "submission %d does not rank on %s now", id, lb.Name)
+	}
+	out.Row = rows[i]
+	for _, run := range sub.Runs {
+		if run.Secret || len(run.Report) == 0 {
+			continue
+		}
+		var rep problems.Report
+		if err := json.Unmarshal(run.Report, &rep); err != nil {
+			return api.Entry{}, fmt.Errorf("entry %d: its report: %w", id, err)
+		}
+		for _, b := range rep.Benchmarks {
+			out.Shapes = append(out.Shapes, api.EntryShape{Spec: b.Spec, MeanNs: b.Mean, ErrNs: b.Err})
+		}
+		break
 	}
 	return out, nil
 }

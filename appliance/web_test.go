@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -170,6 +171,7 @@ func TestWeb_SubmitAndRead(t *testing.T) {
 	if code != http.StatusOK || !strings.HasPrefix(path, "/submissions/") {
 		t.Fatalf("submit: %d at %s:\n%s", code, path, body)
 	}
+	rankedPath := path
 	mustContain(t, "submission page", body, "Submission ", `id="live"`, "leaderboard mode")
 
 	// What the page's script does: the live part until it says ended.
@@ -247,6 +249,26 @@ func TestWeb_SubmitAndRead(t *testing.T) {
 		t.Fatalf("register: %d\n%s", code, body)
 	}
 	mustContain(t, "welcome", body, "shown this once", "zoe")
+	// A contestant reads another's ranked entry's per-shape times (the
+	// plot's leader), never the submission itself.
+	zoeToken := regexp.MustCompile(`id="token">([^<]+)<`).FindStringSubmatch(body)
+	if zoeToken == nil {
+		t.Fatalf("no token on the welcome page:\n%s", body)
+	}
+	zoe, err := api.NewClient(td.server, zoeToken[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranked, _ := strconv.ParseInt(strings.TrimPrefix(rankedPath, "/submissions/"), 10, 64)
+	if e, err := zoe.Entry(t.Context(), "quick", ranked); err != nil || e.Row.User != "admin" || len(e.Shapes) != 2 || e.Shapes[0].MeanNs <= 0 {
+		t.Errorf("Entry(quick, %d) as zoe = %+v, %v; want admin's two shapes", ranked, e, err)
+	}
+	if _, err := zoe.Submission(t.Context(), ranked, true); api.ErrorCode(err) == "" || err == nil {
+		t.Errorf("zoe read admin's submission: %v", err)
+	}
+	if _, err := zoe.Entry(t.Context(), "quick", ranked+1); api.ErrorCode(err) != api.CodeNotFound {
+		t.Errorf("Entry of a submission that does not rank = %v, want not_found", err)
+	}
 	if _, path, _ := nb.get("/me"); path != "/me" {
 		t.Errorf("after registering, /me went to %s", path)
 	}

@@ -158,6 +158,12 @@ func (c *Client) Ranking(ctx context.Context, name, gpu string) (*Ranking, error
 	return &out, c.getJSON(ctx, "/api/leaderboards/"+url.PathEscape(name)+"/ranking", q, &out)
 }
 
+// Entry is a ranked entry's per-shape timings.
+func (c *Client) Entry(ctx context.Context, name string, id int64) (*Entry, error) {
+	var out Entry
+	return &out, c.getJSON(ctx, "/api/leaderboards/"+url.PathEscape(name)+"/entries/"+strconv.FormatInt(id, 10), nil, &out)
+}
+
 // Template downloads a leaderboard's template into w.
 func (c *Client) Template(ctx context.Context, name, key string, w io.Writer) error {
 	return c.do(ctx, http.MethodGet, "/api/leaderboards/"+url.PathEscape(name)+"/templates/"+url.PathEscape(key), nil, nil, "", w)

@@ -163,6 +163,24 @@ type RankRow struct {
 	At         time.Time `json:"at"`
 }
 
+// Entry is one ranked entry's timings per benchmark shape (GET
+// /api/leaderboards/NAME/entries/ID): what anyone who may read the
+// leaderboard sees of an entry beyond its score, the public run's means,
+// never its code or its secret run.
+type Entry struct {
+	Leaderboard string       `json:"leaderboard"`
+	GPU         string       `json:"gpu"`
+	Row         RankRow      `json:"row"`
+	Shapes      []EntryShape `json:"shapes"`
+}
+
+// EntryShape is one benchmark's mean and its standard error.
+type EntryShape struct {
+	Spec   string  `json:"spec"`
+	MeanNs float64 `json:"mean_ns"`
+	ErrNs  float64 `json:"err_ns"`
+}
+
 // GPURanking is a leaderboard's ranking on one GPU type.
 type GPURanking struct {
 	GPU  string    `json:"gpu"`

@@ -164,14 +164,14 @@ func (h *Handler) plot(r *http.Request, u *store.User, d *details) error {
 		for _, row := range rows {
 			if row.User == u.Name && row.Submission != d.Sub.ID {
 				d.Best = row.Submission
-				if s, ok := h.seriesOf(r, u, row.Submission, "your best"); ok {
+				if s, ok := h.seriesOf(r, u, d.Sub.Leaderboard, row.Submission, "your best"); ok {
 					all = append(all, s)
 				}
 				break
 			}
 		}
 		if len(rows) > 0 && rows[0].User != u.Name {
-			if s, ok := h.seriesOf(r, u, rows[0].Submission, "leader ("+rows[0].User+")"); ok {
+			if s, ok := h.seriesOf(r, u, d.Sub.Leaderboard, rows[0].Submission, "leader ("+rows[0].User+")"); ok {
 				all = append(all, s)
 			}
 		}
@@ -180,27 +180,18 @@ func (h *Handler) plot(r *http.Request, u *store.User, d *details) error {
 	return nil
 }
 
-// seriesOf is another submission's per-shape means, when u may read it.
-func (h *Handler) seriesOf(r *http.Request, u *store.User, id int64, name string) (series, bool) {
-	v, err := h.svc.SubmissionView(r.Context(), u, id, false)
+// seriesOf is a ranked entry's per-shape means, as the API's entry
+// endpoint gives them to anyone who may read the leaderboard.
+func (h *Handler) seriesOf(r *http.Request, u *store.User, lb string, id int64, name string) (series, bool) {
+	e, err := h.svc.Entry(r.Context(), u, lb, id)
 	if err != nil {
 		return series{}, false
 	}
-	for _, run := range v.Runs {
-		if run.Secret || len(run.Report) == 0 {
-			continue
-		}
-		var rep problems.Report
-		if json.Unmarshal(run.Report, &rep) != nil {
-			return series{}, false
-		}
-		s := series{Name: name, Means: map[string]float64{}, Errs: map[string]float64{}}
-		for _, b := range rep.Benchmarks {
-			s.Means[b.Spec], s.Errs[b.Spec] = b.Mean, b.Err
-		}
-		return s, true
+	s := series{Name: name, Means: map[string]float64{}, Errs: map[string]float64{}}
+	for _, sh := range e.Shapes {
+		s.Means[sh.Spec], s.Errs[sh.Spec] = sh.MeanNs, sh.ErrNs
 	}
-	return series{}, false
+	return s, true
 }
 
 // public is the submission's public run.

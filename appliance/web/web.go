@@ -45,6 +45,7 @@ type Service interface {
 	Leaderboards(ctx context.Context, u *store.User) ([]api.LeaderboardInfo, error)
 	Leaderboard(ctx context.Context, u *store.User, name string) (api.LeaderboardInfo, error)
 	Ranking(ctx context.Context, u *store.User, name, gpu string) (api.Ranking, error)
+	Entry(ctx context.Context, u *store.User, name string, id int64) (api.Entry, error)
 	Template(ctx context.Context, u *store.User, leaderboard, key string) (string, []byte, error)
 	Submit(ctx context.Context, u *store.User, req api.SubmitRequest) (*store.Submission, error)
 	// MySubmissions lists u's own submissions, newest first.
