@@ -157,6 +157,12 @@ func (s *Service) info(lb *store.Leaderboard) api.LeaderboardInfo {
 			li.Templates = append(li.Templates, k)
 		}
 		sort.Strings(li.Templates)
+		for _, c := range t.Tests {
+			li.Tests = append(li.Tests, c.String())
+		}
+		for _, c := range t.Benchmarks {
+			li.Benchmarks = append(li.Benchmarks, c.String())
+		}
 	}
 	return li
 }

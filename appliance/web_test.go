@@ -149,7 +149,8 @@ func TestWeb_SubmitAndRead(t *testing.T) {
 		t.Fatalf("sign in: %d at %s:\n%s", code, path, body)
 	}
 	// The description is Markdown rendered; the template is offered.
-	mustContain(t, "problem page", body, "<p>Double every element", `/problems/quick/templates/Python`, `name="leaderboard" value="quick"`)
+	mustContain(t, "problem page", body, "<p>Double every element", `/problems/quick/templates/Python`, `name="leaderboard" value="quick"`,
+		"<code>n: 3; seed: 1</code>", "<code>n: 1000; seed: 4</code>")
 	csrf := csrfOf(t, body)
 	if code, _, tmpl := b.get("/problems/quick/templates/Python"); code != http.StatusOK || !strings.Contains(tmpl, "def custom_kernel") {
 		t.Errorf("template download: %d\n%s", code, tmpl)

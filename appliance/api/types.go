@@ -125,7 +125,11 @@ type LeaderboardInfo struct {
 	// Available are the GPU types this box can run it on now.
 	Available []string `json:"available_gpus"`
 	Templates []string `json:"templates,omitempty"`
-	Member    bool     `json:"member,omitempty"`
+	// Tests and Benchmarks are the public cases ("size: 127; seed: 4242"),
+	// as the problem's page lists them; ranked runs draw their own seeds.
+	Tests      []string `json:"tests,omitempty"`
+	Benchmarks []string `json:"benchmarks,omitempty"`
+	Member     bool     `json:"member,omitempty"`
 }
 
 // LeaderboardChange is an organiser's edit (PATCH /api/admin/leaderboards/NAME).
