@@ -110,7 +110,10 @@ func (a *API) Handler() http.Handler {
 		return api.Errorf(api.CodeNotFound, "no such endpoint: %s %s (docs/api.md lists them)", r.Method, r.URL.Path)
 	}, false, false))
 	// The pages for a browser, on the same service calls as the API.
-	mux.Handle("/", a.web)
+	mux.Handle("/", a.wrap(func(w http.ResponseWriter, r *http.Request) error {
+		a.web.ServeHTTP(w, r) // the pages answer their own errors; wrap adds the body's deadline
+		return nil
+	}, false, false))
 	return mux
 }
 

@@ -144,6 +144,16 @@ func TestWeb_SubmitAndRead(t *testing.T) {
 	} else {
 		mustContain(t, "wrong token", body, "not valid on this box")
 	}
+	// The sign-in form has no session to carry a CSRF token: a POST from
+	// another origin, or from an opaque one ("null"), is refused outright.
+	for _, origin := range []string{"http://elsewhere.invalid", "null"} {
+		if code, _, _ := b.post("/login", url.Values{"token": {td.token}}, map[string]string{"Origin": origin}); code != http.StatusForbidden {
+			t.Errorf("sign-in posted from origin %s: %d, want 403", origin, code)
+		}
+	}
+	if code, _, _ := b.post("/login", url.Values{"token": {td.token}}, map[string]string{"Sec-Fetch-Site": "cross-site"}); code != http.StatusForbidden {
+		t.Errorf("sign-in posted cross-site (Sec-Fetch-Site): %d, want 403", code)
+	}
 	code, path, body := b.post("/login", url.Values{"token": {td.token}, "next": {"/problems/quick"}}, nil)
 	if code != http.StatusOK || path != "/problems/quick" {
 		t.Fatalf("sign in: %d at %s:\n%s", code, path, body)
@@ -277,6 +287,18 @@ func TestWeb_SubmitAndRead(t *testing.T) {
 		t.Errorf("a spent invite made an account:\n%s", body)
 	}
 
+	// Signed in, the sign-in page still works (another account on a
+	// shared machine): its forms carry the session's CSRF token.
+	_, _, body = b.get("/login")
+	if code, path, _ := b.post("/login", url.Values{"token": {td.token}, "next": {"/queue"}, "csrf": {csrfOf(t, body)}}, nil); code != http.StatusOK || path != "/queue" {
+		t.Errorf("signing in again while signed in: %d at %s", code, path)
+	}
+	// An upload over the box's cap is refused by size, not read whole.
+	big := bytes.Repeat([]byte("#"), 3<<20)
+	if code, _, body := b.postFile("/submit", url.Values{"leaderboard": {"quick"}, "gpu": {"cpu"}, "mode": {"test"}, "csrf": {csrf}}, "big.py", big); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("a 3 MiB upload: %d, want 413:\n%s", code, body)
+	}
+
 	// Signing out ends the session.
 	_, _, body = b.get("/")
 	if code, _, _ := b.post("/logout", url.Values{"csrf": {csrfOf(t, body)}}, nil); code != http.StatusOK {
@@ -351,6 +373,26 @@ func TestWeb_Organiser(t *testing.T) {
 		t.Errorf("a banned user reads: %d", code)
 	}
 	org.post("/admin/users/cara/ban", url.Values{"csrf": {csrf}, "banned": {"false"}}, nil)
+
+	// A banned organiser reads the contest, not the organisers' page.
+	cred, err := td.admin.AddUser(ctx, "olga", api.RoleOrganiser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	olga := newBrowser(t, td.server)
+	olga.post("/login", url.Values{"token": {cred.Token}}, nil)
+	if code, _, _ := olga.get("/admin"); code != http.StatusOK {
+		t.Errorf("an organiser opens /admin: %d", code)
+	}
+	org.post("/admin/users/olga/ban", url.Values{"csrf": {csrf}, "banned": {"true"}}, nil)
+	if code, _, body := olga.get("/admin"); code != http.StatusForbidden || !strings.Contains(body, "banned") {
+		t.Errorf("a banned organiser opens /admin: %d, want 403:\n%s", code, body)
+	}
+	// A contestant reads the ranking but does not get links to others'
+	// submissions, which would answer 404.
+	if _, _, body := cara.get("/leaderboards/quick"); strings.Contains(body, `href="/submissions/`+id+`"`) != true {
+		t.Errorf("cara's own entry is not linked")
+	}
 
 	// Close the leaderboard: cara, invited to none, no longer sees it.
 	if code, _, body := org.post("/admin/leaderboards/quick", url.Values{"csrf": {csrf}, "visibility": {"closed"}}, nil); code != http.StatusOK {

@@ -37,6 +37,11 @@ type adminPage struct {
 
 // staffOnly refuses a contestant, as the API's staff routes do.
 func staffOnly(u *store.User) error {
+	if u.Banned {
+		// As on the API: a banned organiser uses no staff power, reading
+		// included, or it could lift its own ban.
+		return api.Errorf(api.CodeForbidden, "user %s is banned: it can read, not act; ask an organiser", u.Name)
+	}
 	if !u.Role.Staff() {
 		return api.Errorf(api.CodeForbidden, "%s is a %s; this page is for organisers and admins", u.Name, u.Role)
 	}

@@ -58,11 +58,14 @@ func (h *Handler) details(r *http.Request, u *store.User, v api.SubmissionView) 
 	for _, run := range v.Runs {
 		rv := runView{Run: run}
 		if len(run.Report) > 0 {
+			// A report this version cannot read leaves the run's summary:
+			// the rest of the page still shows.
 			var rep problems.Report
 			if err := json.Unmarshal(run.Report, &rep); err != nil {
-				return details{}, fmt.Errorf("submission %d run %d: read its report: %w", v.ID, run.ID, err)
+				h.log.Warn("a run's report does not decode", "submission", v.ID, "run", run.ID, "err", err)
+			} else {
+				rv.Report = &rep
 			}
-			rv.Report = &rep
 		}
 		if len(run.Telemetry) > 0 {
 			var t gpu.RunTelemetry
@@ -138,9 +141,9 @@ type series struct {
 	Errs  map[string]float64
 }
 
-// plot draws the public run's benchmarks beside the user's best and the
-// leader's on the same leaderboard and GPU type, when the viewer may read
-// those submissions (a contestant reads only their own).
+// plot draws the public run's benchmarks beside its owner's best and the
+// leader's on the same leaderboard and GPU type (an entry's shapes are
+// readable by whoever may read the leaderboard).
 func (h *Handler) plot(r *http.Request, u *store.User, d *details) error {
 	pub := d.public()
 	if pub == nil || pub.Report == nil || len(pub.Report.Benchmarks) == 0 {
@@ -162,7 +165,7 @@ func (h *Handler) plot(r *http.Request, u *store.User, d *details) error {
 	if err == nil && len(rk.Rankings) == 1 {
 		rows := rk.Rankings[0].Rows
 		for _, row := range rows {
-			if row.User == u.Name && row.Submission != d.Sub.ID {
+			if row.User == d.Sub.User && row.Submission != d.Sub.ID {
 				d.Best = row.Submission
 				if s, ok := h.seriesOf(r, u, d.Sub.Leaderboard, row.Submission, "your best"); ok {
 					all = append(all, s)
@@ -170,7 +173,7 @@ func (h *Handler) plot(r *http.Request, u *store.User, d *details) error {
 				break
 			}
 		}
-		if len(rows) > 0 && rows[0].User != u.Name {
+		if len(rows) > 0 && rows[0].User != d.Sub.User {
 			if s, ok := h.seriesOf(r, u, d.Sub.Leaderboard, rows[0].Submission, "leader ("+rows[0].User+")"); ok {
 				all = append(all, s)
 			}

@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,7 +30,16 @@ type loginPage struct {
 // safeNext keeps a redirect after sign-in on this box: a path, never
 // another host ("//evil", "https://...").
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") {
+		return "/"
+	}
+	// Browsers drop tabs and newlines from a Location: "/\t/evil" is "//evil".
+	for _, c := range next {
+		if c < 0x20 || c == 0x7f {
+			return "/"
+		}
+	}
+	if u, err := url.Parse(next); err != nil || u.Scheme != "" || u.Host != "" {
 		return "/"
 	}
 	return next
@@ -187,6 +197,12 @@ const maxEditorBytes = 1 << 20
 func (h *Handler) submit(w http.ResponseWriter, r *http.Request, u *store.User) error {
 	req := api.SubmitRequest{Leaderboard: r.PostFormValue("leaderboard"), GPU: r.PostFormValue("gpu"),
 		Mode: r.PostFormValue("mode"), FileName: "submission.py", Code: []byte(r.PostFormValue("code"))}
+	if req.Leaderboard != "" {
+		// The editor's text is named as the problem's language's file.
+		if info, err := h.svc.Leaderboard(r.Context(), u, req.Leaderboard); err == nil && info.Lang == "cu" {
+			req.FileName = "submission.cu"
+		}
+	}
 	if len(req.Code) > maxEditorBytes {
 		return api.Errorf(api.CodeTooLarge, "the code in the editor is over %d bytes: upload it as a file", maxEditorBytes)
 	}
@@ -220,7 +236,10 @@ func (h *Handler) submission(w http.ResponseWriter, r *http.Request, u *store.Us
 	if err != nil {
 		return err
 	}
-	v, err := h.svc.SubmissionView(r.Context(), u, id, true)
+	// The running page's script asks every second for the live part,
+	// which shows no code: it is not read (nor an archive unpacked) then.
+	livePart := r.URL.Query().Get("part") == "live"
+	v, err := h.svc.SubmissionView(r.Context(), u, id, !livePart)
 	if err != nil {
 		return err
 	}
@@ -228,7 +247,7 @@ func (h *Handler) submission(w http.ResponseWriter, r *http.Request, u *store.Us
 	if err != nil {
 		return err
 	}
-	if r.URL.Query().Get("part") == "live" {
+	if livePart {
 		// The running page's script asks for this part alone.
 		return h.render(w, r, u, http.StatusOK, "submission-live", "", d)
 	}

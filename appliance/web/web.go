@@ -76,6 +76,7 @@ type Handler struct {
 	pages    map[string]*template.Template
 	static   http.Handler
 	now      func() time.Time
+	cross    *http.CrossOriginProtection
 }
 
 // New returns the pages' handler; uploads are capped at maxBytes.
@@ -89,7 +90,7 @@ func New(svc Service, staff StaffService, log *slog.Logger, maxBytes int64) (*Ha
 		return nil, fmt.Errorf("web assets: %w", err)
 	}
 	return &Handler{svc: svc, staff: staff, log: log, maxBytes: maxBytes, pages: pages,
-		static: http.StripPrefix("/static/", http.FileServerFS(st)), now: time.Now}, nil
+		static: http.StripPrefix("/static/", http.FileServerFS(st)), now: time.Now, cross: http.NewCrossOriginProtection()}, nil
 }
 
 // handlerFunc is a page handler; u is nil on the pages that need no
@@ -156,6 +157,14 @@ func (h *Handler) wrap(f handlerFunc, auth bool) http.Handler {
 			return
 		}
 		if r.Method == http.MethodPost {
+			// A form's body is bounded before anything reads it: a sign-in
+			// or an invite is small, a submission is the box's upload cap
+			// plus the editor's text.
+			limit := int64(maxOpenForm)
+			if u != nil {
+				limit = h.maxBytes + maxEditorBytes + maxOpenForm
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
 			if err := h.checkPost(r, u); err != nil {
 				h.fail(w, r, u, err)
 				return
@@ -193,14 +202,17 @@ func (h *Handler) session(r *http.Request) *store.User {
 	return u
 }
 
-// checkPost refuses a form sent from another origin, and a signed-in
-// user's form without the session's CSRF token.
+// maxOpenForm caps the body of a form sent without a session.
+const maxOpenForm = 64 << 10
+
+// checkPost refuses a form sent from another origin (by Sec-Fetch-Site,
+// or an Origin that is not this host, "null" included: the sign-in and
+// invite forms have no session to carry a CSRF token, so this is their
+// guard against signing a victim into an attacker's account), and a
+// signed-in user's form without the session's CSRF token.
 func (h *Handler) checkPost(r *http.Request, u *store.User) error {
-	if o := r.Header.Get("Origin"); o != "" && o != "null" {
-		ou, err := url.Parse(o)
-		if err != nil || ou.Host != r.Host {
-			return api.Errorf(api.CodeForbidden, "a form from %s may not act on this box", o)
-		}
+	if err := h.cross.Check(r); err != nil {
+		return api.Errorf(api.CodeForbidden, "a form from another site (origin %q) may not act on this box", r.Header.Get("Origin"))
 	}
 	if u == nil {
 		return nil
@@ -226,6 +238,8 @@ func csrfToken(session string) string {
 
 func formError(err error) error {
 	var mbe *http.MaxBytesError
+	// The multipart reader reports the body's cap in its own words, not
+	// always wrapping the *http.MaxBytesError.
 	if errors.As(err, &mbe) || strings.Contains(err.Error(), "too large") {
 		return api.Errorf(api.CodeTooLarge, "the form is over the box's upload limit")
 	}
