@@ -63,6 +63,8 @@ func (a *API) Handler() http.Handler {
 	staff := func(pattern string, h handlerFunc) { mux.Handle(pattern, a.wrap(h, true, true)) }
 
 	open("GET /api/health", a.health)
+	open("GET /healthz", a.healthz)
+	open("GET /readyz", a.readyz)
 	open("POST /api/register", a.register)
 	user("GET /api/me", a.me)
 	user("POST /api/join", a.join)
@@ -224,6 +226,35 @@ func decodeJSON(r *http.Request, w http.ResponseWriter, v any) error {
 }
 
 func (a *API) health(w http.ResponseWriter, r *http.Request) error {
+	return writeJSON(w, http.StatusOK, a.healthNow(r))
+}
+
+// healthz is the liveness probe (systemd, a load balancer, Kubernetes):
+// the daemon answers HTTP. It says nothing about evaluating.
+func (a *API) healthz(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, err := io.WriteString(w, "ok\n")
+	return err
+}
+
+// readyz is the readiness probe: 200 while the box can take and evaluate
+// submissions, 503 with the reasons (one a line) while it is degraded
+// (no runner, a full disk, a problem that does not load) or shutting
+// down, so a balancer stops sending work without parsing /api/health.
+func (a *API) readyz(w http.ResponseWriter, r *http.Request) error {
+	h := a.healthNow(r)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if h.Status != "ok" {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, err := io.WriteString(w, h.Status+"\n"+strings.Join(h.Reasons, "\n")+"\n")
+		return err
+	}
+	_, err := io.WriteString(w, "ready\n")
+	return err
+}
+
+// healthNow is the box's health as GET /api/health reports it.
+func (a *API) healthNow(r *http.Request) api.Health {
 	// Clipped: the appends below must not write into the service's slice.
 	h := api.Health{Status: "ok", Version: a.svc.cfg.Version, GPUs: map[string]int{}, Reasons: slices.Clip(a.svc.health)}
 	if disk := a.svc.diskProblem(); disk != "" {
@@ -239,7 +270,7 @@ func (a *API) health(w http.ResponseWriter, r *http.Request) error {
 	for _, g := range a.svc.gpuTypes() {
 		h.GPUs[g] = a.svc.slotCount(g)
 	}
-	return writeJSON(w, http.StatusOK, h)
+	return h
 }
 
 func (a *API) register(w http.ResponseWriter, r *http.Request) error {
