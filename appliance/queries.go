@@ -183,11 +183,10 @@ func (s *Service) Ranking(ctx context.Context, u *store.User, name, gpu string) 
 	}
 	out := api.Ranking{Leaderboard: lb.Name, RankingBy: lb.RankingBy, Rankings: []api.GPURanking{}}
 	for _, g := range gpus {
-		rows, err := s.store.Ranking(ctx, lb.ID, g)
+		rows, err := s.rankRows(ctx, lb, g)
 		if err != nil {
 			return api.Ranking{}, err
 		}
-		markTies(rows, s.cfg.Measurement.TieFloor)
 		out.Rankings = append(out.Rankings, api.GPURanking{GPU: g, Rows: rows})
 	}
 	return out, nil
@@ -202,14 +201,16 @@ func (s *Service) Entry(ctx context.Context, u *store.User, name string, id int6
 		return api.Entry{}, err
 	}
 	sub, err := s.store.Submission(ctx, id)
-	if err != nil || sub.Leaderboard != lb.Name {
+	if api.ErrorCode(err) == api.CodeNotFound || err == nil && sub.Leaderboard != lb.Name {
 		return api.Entry{}, api.Errorf(api.CodeNotFound, "submission %d is not an entry of leaderboard %s", id, lb.Name)
 	}
-	rows, err := s.store.Ranking(ctx, lb.ID, sub.GPUType)
 	if err != nil {
 		return api.Entry{}, err
 	}
-	markTies(rows, s.cfg.Measurement.TieFloor)
+	rows, err := s.rankRows(ctx, lb, sub.GPUType)
+	if err != nil {
+		return api.Entry{}, err
+	}
 	out := api.Entry{Leaderboard: lb.Name, GPU: sub.GPUType, Shapes: []api.EntryShape{}}
 	i := slices.IndexFunc(rows, func(r api.RankRow) bool { return r.Submission == id })
 	if i < 0 {
@@ -230,6 +231,17 @@ func (s *Service) Entry(ctx context.Context, u *store.User, name string, id int6
 		break
 	}
 	return out, nil
+}
+
+// rankRows is a leaderboard's ranking on one GPU type, each row with its
+// interval and tie: the one reading of a ranking.
+func (s *Service) rankRows(ctx context.Context, lb *store.Leaderboard, gpu string) ([]api.RankRow, error) {
+	rows, err := s.store.Ranking(ctx, lb.ID, gpu)
+	if err != nil {
+		return nil, err
+	}
+	markTies(rows, s.cfg.Measurement.TieFloor)
+	return rows, nil
 }
 
 // markTies gives each row its score's interval (1.96 standard errors, at

@@ -68,6 +68,18 @@ func leaderboardAndUser(t *testing.T, st *Store) (*Leaderboard, *User) {
 // whose secret run passes or not.
 func scored(t *testing.T, st *Store, lb *Leaderboard, u *User, score float64, secretPasses bool) int64 {
 	t.Helper()
+	return finished(t, st, lb, u, func(r api.Run) RunResult {
+		if r.Secret && !secretPasses {
+			return RunResult{Status: api.StatusDone, Reason: "test 3 (secret case) wrong"}
+		}
+		return RunResult{Status: api.StatusDone, Passed: true, Score: &score}
+	})
+}
+
+// finished stores a leaderboard submission with its secret twin and ends
+// each run with what result says of it.
+func finished(t *testing.T, st *Store, lb *Leaderboard, u *User, result func(api.Run) RunResult) int64 {
+	t.Helper()
 	ctx := t.Context()
 	sub, err := st.CreateSubmission(ctx, NewSubmission{Leaderboard: lb, User: u, FileName: "s.py", Code: []byte("x = 1\n"),
 		GPUType: "cpu", Mode: "leaderboard", Category: api.CategoryRanked, Secret: true})
@@ -78,11 +90,7 @@ func scored(t *testing.T, st *Store, lb *Leaderboard, u *User, score float64, se
 		if ok, err := st.StartRun(ctx, r.ID, "lease", "cpu:0"); err != nil || !ok {
 			t.Fatalf("StartRun: %v, %v", ok, err)
 		}
-		res := RunResult{Status: api.StatusDone, Passed: true, Score: &score}
-		if r.Secret && !secretPasses {
-			res = RunResult{Status: api.StatusDone, Reason: "test 3 (secret case) wrong"}
-		}
-		if _, err := st.FinishRun(ctx, r.ID, "lease", res); err != nil {
+		if _, err := st.FinishRun(ctx, r.ID, "lease", result(r)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -426,24 +434,13 @@ func TestStore_RankingCarriesScoreErr(t *testing.T) {
 		t.Fatal(err)
 	}
 	scoredWithErr := func(u *User, score float64, serr *float64) {
-		sub, err := st.CreateSubmission(ctx, NewSubmission{Leaderboard: lb, User: u, FileName: "s.py", Code: []byte("x = 1\n"),
-			GPUType: "cpu", Mode: "leaderboard", Category: api.CategoryRanked, Secret: true, Jobs: testJobs})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range sub.Runs {
-			if ok, err := st.StartRun(ctx, r.ID, "lease", "cpu:0"); err != nil || !ok {
-				t.Fatalf("StartRun: %v, %v", ok, err)
-			}
-			res := RunResult{Status: api.StatusDone, Passed: true, Score: &score, ScoreErr: serr}
+		finished(t, st, lb, u, func(r api.Run) RunResult {
 			if r.Secret { // the twin's own figures never rank
 				other := 9 * score
-				res.Score, res.ScoreErr = &other, &other
+				return RunResult{Status: api.StatusDone, Passed: true, Score: &other, ScoreErr: &other}
 			}
-			if _, err := st.FinishRun(ctx, r.ID, "lease", res); err != nil {
-				t.Fatal(err)
-			}
-		}
+			return RunResult{Status: api.StatusDone, Passed: true, Score: &score, ScoreErr: serr}
+		})
 	}
 	e := 2e-6
 	scoredWithErr(ann, 1e-4, &e)

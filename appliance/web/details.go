@@ -92,7 +92,8 @@ func (h *Handler) details(r *http.Request, u *store.User, v api.SubmissionView) 
 		}
 		return d, nil
 	}
-	return d, h.plot(r, u, &d)
+	h.plot(r, u, &d)
+	return d, nil
 }
 
 // progress reads the open submission's test verdicts and phase ends from
@@ -143,11 +144,12 @@ type series struct {
 
 // plot draws the public run's benchmarks beside its owner's best and the
 // leader's on the same leaderboard and GPU type (an entry's shapes are
-// readable by whoever may read the leaderboard).
-func (h *Handler) plot(r *http.Request, u *store.User, d *details) error {
+// readable by whoever may read the leaderboard). A line it cannot read
+// is left out: the plot is a courtesy beside the run's own figures.
+func (h *Handler) plot(r *http.Request, u *store.User, d *details) {
 	pub := d.public()
 	if pub == nil || pub.Report == nil || len(pub.Report.Benchmarks) == 0 {
-		return nil
+		return
 	}
 	var specs []string
 	this := series{Name: "this run", Means: map[string]float64{}, Errs: map[string]float64{}}
@@ -158,7 +160,7 @@ func (h *Handler) plot(r *http.Request, u *store.User, d *details) error {
 		}
 	}
 	if len(specs) == 0 {
-		return nil
+		return
 	}
 	all := []series{this}
 	rk, err := h.svc.Ranking(r.Context(), u, d.Sub.Leaderboard, d.Sub.GPUType)
@@ -180,7 +182,6 @@ func (h *Handler) plot(r *http.Request, u *store.User, d *details) error {
 		}
 	}
 	d.Plot = drawPlot(specs, all)
-	return nil
 }
 
 // seriesOf is a ranked entry's per-shape means, as the API's entry

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
+	"slices"
 	"strings"
 	"time"
 
@@ -82,12 +83,9 @@ var funcs = template.FuncMap{
 		}
 		return b.Sub(a).Round(100 * time.Millisecond).String()
 	},
-	"ended": api.Ended,
-	"top":   func(rows []api.RankRow, n int) []api.RankRow { return rows[:min(n, len(rows))] },
-	"staff": func(r api.Role) bool { return r.Staff() },
-	"join":  strings.Join,
-	"plus1": func(i int) int { return i + 1 },
-	"offers": func(gpus []string, g string) bool {
-		return strings.Contains(","+strings.Join(gpus, ",")+",", ","+g+",")
-	},
+	"top":    func(rows []api.RankRow, n int) []api.RankRow { return rows[:min(n, len(rows))] },
+	"staff":  func(r api.Role) bool { return r.Staff() },
+	"join":   strings.Join,
+	"plus1":  func(i int) int { return i + 1 },
+	"offers": slices.Contains[[]string],
 }

@@ -32,7 +32,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"time"
 
 	"kernelbox/appliance/api"
 	"kernelbox/appliance/store"
@@ -75,7 +74,6 @@ type Handler struct {
 	maxBytes int64
 	pages    map[string]*template.Template
 	static   http.Handler
-	now      func() time.Time
 	cross    *http.CrossOriginProtection
 }
 
@@ -90,7 +88,7 @@ func New(svc Service, staff StaffService, log *slog.Logger, maxBytes int64) (*Ha
 		return nil, fmt.Errorf("web assets: %w", err)
 	}
 	return &Handler{svc: svc, staff: staff, log: log, maxBytes: maxBytes, pages: pages,
-		static: http.StripPrefix("/static/", http.FileServerFS(st)), now: time.Now, cross: http.NewCrossOriginProtection()}, nil
+		static: http.StripPrefix("/static/", http.FileServerFS(st)), cross: http.NewCrossOriginProtection()}, nil
 }
 
 // handlerFunc is a page handler; u is nil on the pages that need no
