@@ -1,18 +1,14 @@
 package appliance
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"os"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 
 	"kernelbox/appliance/api"
 	"kernelbox/gpu"
@@ -128,6 +124,20 @@ type Config struct {
 	// again; after each run the least recently used entries go until it
 	// fits. 0 gives runs no persistent cache at all.
 	CacheBudget policies.ByteSize `yaml:"cache_budget"`
+	// LogLevel is the least level logged: debug, info, warn or error.
+	LogLevel string `yaml:"log_level"`
+	// LogFormat is text (logfmt, for a terminal) or json (one object a
+	// line, for journald and log shippers).
+	LogFormat string `yaml:"log_format"`
+	// Metrics serves /metrics in Prometheus's format, without a token
+	// like /healthz: queue depths, job outcomes, GPU readings, HTTP
+	// counts. It names no user and no code.
+	Metrics bool `yaml:"metrics"`
+	// Downloads is a directory of files the box hands out at /download:
+	// the client-only CLI for contestants' machines (make dist), for a
+	// hackathon without internet. Empty, or a directory that does not
+	// exist, serves none.
+	Downloads string `yaml:"downloads"`
 	// MinFreeDisk is the free space the data directory's filesystem must
 	// keep: below it the box refuses submissions (507) and health says
 	// why, before SQLite or a run's files find the disk full.
@@ -336,23 +346,11 @@ func DefaultConfig() Config {
 		MaxConnections:    1024,
 		BodyTimeout:       time.Minute,
 		CgroupParent:      "kernelbox",
+		LogLevel:          "info",
+		LogFormat:         "text",
+		Metrics:           true,
+		Downloads:         "/usr/share/kernelbox/dist",
 	}
-}
-
-// LoadConfigFile reads a YAML config file over c. Unknown fields are
-// errors: a misspelt limit must not silently keep its default.
-func (c *Config) LoadConfigFile(path string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	// An empty file decodes as io.EOF: no change.
-	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("config %s: %w: %w", path, ErrConfig, err)
-	}
-	return nil
 }
 
 // Validate checks every field and returns the errors together.
@@ -445,6 +443,16 @@ func (c *Config) Validate() error {
 	}
 	if c.Budget.CPUs < 0 || c.Budget.Pids < 0 {
 		bad("budget", "cpus and pids must not be negative")
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		bad("log_level", "want debug, info, warn or error, got %q", c.LogLevel)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		bad("log_format", "want text or json, got %q", c.LogFormat)
+	}
+	if c.Downloads != "" && !filepath.IsAbs(c.Downloads) {
+		bad("downloads", "want an absolute directory or nothing, got %q", c.Downloads)
 	}
 	for _, b := range c.Binds {
 		if !filepath.IsAbs(b) {

@@ -239,3 +239,70 @@ func TestClockSetting_RoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestConfig_FileErrors: a bad file names every wrong key with its path
+// and line, and the known key nearest a misspelt one.
+func TestConfig_FileErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, body string
+		want       []string
+	}{
+		{"misspelt nested key", "measurement:\n  gatee: true\n", []string{"measurement.gatee: line 2: unknown key (did you mean gate?)"}},
+		{"wrong kinds", "cpu_slots: many\ngrace: soon\nsandbox: maybe\n", []string{
+			`cpu_slots: line 1: want a whole number, got "many"`,
+			`grace: line 2: want a duration like 30s, 2m or 1h30m, got "soon"`,
+			`sandbox: line 3: want true or false, got "maybe"`}},
+		{"types' own messages", "budget:\n  memory: 12Q\nmeasurement:\n  clocks: {H200: fast}\n", []string{
+			`budget.memory: line 2: "12Q" is not a size`, `measurement.clocks.H200: line 4: clock "fast"`}},
+		{"map of sections", "measurement:\n  ceilings:\n    H200: {bytes_per_sec: 4}\n", []string{
+			"measurement.ceilings.H200.bytes_per_sec: line 3: unknown key (did you mean bytes_per_s?)"}},
+		{"a section given a value", "budget: 4\n", []string{`budget: line 1: want a mapping of keys`}},
+		{"twice", "listen: a\nlisten: b\n", []string{"listen: line 2: given twice"}},
+		{"not YAML", "listen: [\n", []string{"line 1"}},
+		{"a list", "- a\n", []string{"(the file): line 1: want a mapping"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			before := DefaultConfig()
+			err := c.loadConfig("c.yaml", []byte(tc.body))
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("loadConfig(%q) = %v, want ErrConfig", tc.body, err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("loadConfig(%q) = %v\nwant it to say %q", tc.body, err, w)
+				}
+			}
+			if diff := cmp.Diff(before, c); diff != "" {
+				t.Errorf("a refused file changed the config (-before +after):\n%s", diff)
+			}
+		})
+	}
+	c := DefaultConfig()
+	if err := c.loadConfig("c.yaml", []byte("# only a comment\n")); err != nil {
+		t.Errorf("a file of comments: %v, want no change", err)
+	}
+	if err := c.loadConfig("c.yaml", []byte("budget:\nmeasurement: {clocks: {H200: \"1500\"}, wait: 1m}\n")); err != nil || c.Measurement.Wait != time.Minute {
+		t.Errorf("a good file: %v (wait %v)", err, c.Measurement.Wait)
+	}
+}
+
+// TestConfig_Documented: docs/configuration.md names every key a file
+// may set, so the reference cannot fall behind the code.
+func TestConfig_Documented(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := ConfigKeys()
+	if len(keys) < 40 {
+		t.Fatalf("ConfigKeys() = %d keys, want the whole config: %q", len(keys), keys)
+	}
+	for _, k := range keys {
+		if !strings.Contains(string(doc), "`"+k+"`") {
+			t.Errorf("docs/configuration.md does not document `%s`", k)
+		}
+	}
+}

@@ -5,6 +5,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os/signal"
 	"path/filepath"
@@ -37,7 +38,8 @@ func serveCommand() *cli.Command {
 			&cli.BoolFlag{Name: "no-library", Usage: "do not load the bundled problems"},
 			&cli.BoolFlag{Name: "accept-store-loss", Usage: "start on a database that lost what this data directory recorded of it (an older backup, a new file); ids handed out before are not reused"},
 			&cli.StringFlag{Name: "cgroup-parent", Usage: "the cgroup the sandboxes' cgroups are made under", Value: d.CgroupParent},
-			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error", Value: "info"},
+			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error", Value: d.LogLevel},
+			&cli.StringFlag{Name: "log-format", Usage: "text (logfmt) or json (one object a line, for journald)", Value: d.LogFormat},
 			pythonFlag(),
 		},
 		Action: runServe,
@@ -89,8 +91,26 @@ func serveConfig(c *cli.Context) (appliance.Config, error) {
 	if c.IsSet("python") {
 		cfg.Python = c.String("python")
 	}
+	if c.IsSet("log-level") {
+		cfg.LogLevel = c.String("log-level")
+	}
+	if c.IsSet("log-format") {
+		cfg.LogFormat = c.String("log-format")
+	}
 	cfg.Version = version()
 	return cfg, cfg.Validate()
+}
+
+// newLogger is the daemon's logger: logfmt for a terminal, JSON objects
+// for journald and log shippers. The config is validated: both are known.
+func newLogger(w io.Writer, level, format string) *slog.Logger {
+	var lv slog.Level
+	_ = lv.UnmarshalText([]byte(level))
+	opts := &slog.HandlerOptions{Level: lv}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 func runServe(c *cli.Context) error {
@@ -98,11 +118,7 @@ func runServe(c *cli.Context) error {
 	if err != nil {
 		return usageError("serve: %v", err)
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
-		return usageError("serve: --log-level: %v", err)
-	}
-	log := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
+	log := newLogger(c.App.ErrWriter, cfg.LogLevel, cfg.LogFormat)
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	d := appliance.NewDaemon(cfg, log)
