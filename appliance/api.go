@@ -65,6 +65,13 @@ func (a *API) Handler() http.Handler {
 	open("GET /api/health", a.health)
 	open("GET /healthz", a.healthz)
 	open("GET /readyz", a.readyz)
+	if a.svc.cfg.Metrics {
+		// Registered once per service: a second Handler (tests make two)
+		// finds it there already.
+		_ = a.svc.metrics.reg.Register(newStateCollector(a.svc, func(ctx context.Context) bool { return a.healthNow(ctx).Status == "ok" }))
+		mux.Handle("GET /metrics", a.svc.metrics.handler())
+	}
+	mux.Handle("GET /download/{file...}", a.wrap(a.download, false, false))
 	open("POST /api/register", a.register)
 	user("GET /api/me", a.me)
 	user("POST /api/join", a.join)
@@ -116,7 +123,7 @@ func (a *API) Handler() http.Handler {
 		a.web.ServeHTTP(w, r) // the pages answer their own errors; wrap adds the body's deadline
 		return nil
 	}, false, false))
-	return mux
+	return a.svc.metrics.instrument(mux)
 }
 
 func (a *API) wrap(h handlerFunc, auth, staffOnly bool) http.Handler {
@@ -226,7 +233,7 @@ func decodeJSON(r *http.Request, w http.ResponseWriter, v any) error {
 }
 
 func (a *API) health(w http.ResponseWriter, r *http.Request) error {
-	return writeJSON(w, http.StatusOK, a.healthNow(r))
+	return writeJSON(w, http.StatusOK, a.healthNow(r.Context()))
 }
 
 // healthz is the liveness probe (systemd, a load balancer, Kubernetes):
@@ -242,7 +249,7 @@ func (a *API) healthz(w http.ResponseWriter, r *http.Request) error {
 // (no runner, a full disk, a problem that does not load) or shutting
 // down, so a balancer stops sending work without parsing /api/health.
 func (a *API) readyz(w http.ResponseWriter, r *http.Request) error {
-	h := a.healthNow(r)
+	h := a.healthNow(r.Context())
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if h.Status != "ok" {
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -254,13 +261,13 @@ func (a *API) readyz(w http.ResponseWriter, r *http.Request) error {
 }
 
 // healthNow is the box's health as GET /api/health reports it.
-func (a *API) healthNow(r *http.Request) api.Health {
+func (a *API) healthNow(ctx context.Context) api.Health {
 	// Clipped: the appends below must not write into the service's slice.
 	h := api.Health{Status: "ok", Version: a.svc.cfg.Version, GPUs: map[string]int{}, Reasons: slices.Clip(a.svc.health)}
 	if disk := a.svc.diskProblem(); disk != "" {
 		h.Reasons = append(h.Reasons, disk)
 	}
-	h.Reasons = append(h.Reasons, a.svc.problemTrouble(r.Context())...)
+	h.Reasons = append(h.Reasons, a.svc.problemTrouble(ctx)...)
 	if len(h.Reasons) > 0 {
 		h.Status = "degraded"
 	}

@@ -129,7 +129,7 @@ func (d *Daemon) prepareRunner(ctx context.Context) (*problems.Interpreter, laun
 		if mode == problems.ModeProfile && g[0].GPU != nil {
 			spec.Binds = append(append([]sandbox.Bind(nil), extra...), d.profilerBinds...)
 		}
-		l, env := NewSandboxLauncher(rt, spec)
+		l, env := NewSandboxLauncher(countVerdicts{rt, d.svc.metrics}, spec)
 		return l, append(env, g.env()...)
 	}
 }

@@ -47,9 +47,11 @@ func (r *runner) handle(log *slog.Logger, g gang, l *queue.Lease, take func(cont
 			log.Warn("release job", "err", err)
 		}
 	case err != nil:
+		r.metrics.run(g[0].GPUType, rc.Run.Mode, "box_error", 0)
 		r.retry(log, l, p, err)
 	case ex.timed && ex.throttled != nil:
 		// The timings are not comparable: run it again, and never score this one.
+		r.metrics.run(g[0].GPUType, rc.Run.Mode, "throttled", 0)
 		r.retry(log, l, p, fmt.Errorf("the GPU throttled during the run (clock-event reasons %#x, SM clock %d-%d MHz)",
 			ex.throttled.Reasons&r.measure.throttleMask(), ex.throttled.SMClockMin, ex.throttled.SMClockMax))
 	default:
@@ -281,6 +283,11 @@ func (r *runner) record(log *slog.Logger, g gang, l *queue.Lease, p jobPayload, 
 		return
 	}
 	log.Info("run finished", "passed", rep.Passed, "wall", ex.wall.Round(time.Millisecond))
+	outcome := "failed"
+	if rep.Passed {
+		outcome = "passed"
+	}
+	r.metrics.run(slot.GPUType, rc.Run.Mode, outcome, ex.wall)
 	r.finishJob(log, l, queue.Succeeded, ex.wall, "")
 }
 

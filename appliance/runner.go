@@ -94,7 +94,7 @@ func newRunner(cfg Config, svc *Service, slots []Slot, launch launcherFunc, it *
 			Standby: cfg.Standby, ProfilesDir: profilesDir(cfg.DataDir)},
 		slots: slots, launch: launch, python: it, workRoot: filepath.Join(cfg.DataDir, "work"), log: log,
 		measure: cfg.Measurement, maxReport: int64(cfg.Profiler.MaxReport),
-		caches: newUserCaches(filepath.Join(cfg.DataDir, "cache"), int64(cfg.CacheBudget))}
+		caches: newUserCaches(filepath.Join(cfg.DataDir, "cache"), int64(cfg.CacheBudget)), metrics: svc.metrics}
 }
 
 // runnerConfig is the runner's part of the daemon's configuration.
@@ -119,8 +119,9 @@ type launcherFunc func(g gang, mode problems.Mode) (problems.Launcher, []string)
 // runner takes jobs off the queue, one dispatcher per GPU type, and runs
 // each on a gang of that type's free slots.
 type runner struct {
-	queue jobQueue
-	store runStore
+	queue   jobQueue
+	store   runStore
+	metrics *metrics
 	// wake is fired when jobs are enqueued; the runner fires it when GPUs
 	// come free.
 	wake *broadcast

@@ -84,13 +84,15 @@ type Service struct {
 	// board is the runner's slots, once it runs (GET /api/gpus, drains).
 	board slotBoard
 
+	metrics *metrics
+
 	mu    sync.Mutex
 	slots map[string]int // GPU type -> slots the runner serves
 	tasks map[string]*problems.Task
 }
 
 func newService(cfg Config, st *store.Store, q *queue.Store, log *slog.Logger, now func() time.Time, boot string) *Service {
-	return &Service{cfg: cfg, store: st, queue: q, log: log, now: now, boot: boot, wake: newBroadcast(),
+	return &Service{cfg: cfg, store: st, queue: q, log: log, now: now, boot: boot, wake: newBroadcast(), metrics: newMetrics(),
 		slots: map[string]int{}, tasks: map[string]*problems.Task{}}
 }
 
@@ -179,6 +181,7 @@ func (s *Service) Submit(ctx context.Context, u *store.User, req api.SubmitReque
 	}
 	findings, err := s.scan(u, lb, mode, scanned)
 	if err != nil {
+		s.metrics.refusal(err, true)
 		return nil, err
 	}
 	sub, err := s.store.CreateSubmission(ctx, store.NewSubmission{Leaderboard: lb, User: u, FileName: filepath.Base(req.FileName),
@@ -186,8 +189,10 @@ func (s *Service) Submit(ctx context.Context, u *store.User, req api.SubmitReque
 		Secret: mode == problems.ModeLeaderboard && t.NeedsTwin(), Findings: findings,
 		Jobs: runJobs(u.Name, category, gpus), Limits: s.limits(lb, u, category)})
 	if err != nil {
+		s.metrics.refusal(err, false)
 		return nil, err
 	}
+	s.metrics.accepted.WithLabelValues(gpu, string(mode)).Inc()
 	if err := s.marks.note(sub.ID, sub.Runs[len(sub.Runs)-1].ID); err != nil {
 		// Stored all the same: only a later loss of it would go unseen.
 		s.log.Error("the data directory's record of the store", "err", err)

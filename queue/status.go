@@ -105,3 +105,35 @@ func (s *Store) countBy(ctx context.Context, query string) (map[string]int, erro
 	}
 	return d, nil
 }
+
+// Count is how many unfinished jobs of one GPU type and class are in one
+// state.
+type Count struct {
+	GPUType string
+	Class   Class
+	State   State
+	N       int
+}
+
+// Counts counts the unfinished jobs (queued, leased, running) by GPU
+// type, class and state: the metrics' queue depths.
+func (s *Store) Counts(ctx context.Context) ([]Count, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT gpu_type, class, state, COUNT(*) FROM jobs
+		WHERE state IN ('queued','leased','running') GROUP BY gpu_type, class, state`)
+	if err != nil {
+		return nil, fmt.Errorf("queue counts: %w", err)
+	}
+	defer rows.Close()
+	var out []Count
+	for rows.Next() {
+		var c Count
+		if err := rows.Scan(&c.GPUType, &c.Class, &c.State, &c.N); err != nil {
+			return nil, fmt.Errorf("queue counts: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("queue counts: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,226 @@
+package appliance
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"kernelbox/appliance/api"
+	"kernelbox/queue"
+	"kernelbox/sandbox"
+)
+
+// The daemon's Prometheus metrics (GET /metrics). Events are counted where
+// they happen (a run ends, a sandbox exits, a submission is refused, a
+// request is answered); states (queue depths, GPU readings) are read at
+// scrape time from the queue and the runner's slots, so they cannot
+// drift from what /api/queue and /api/gpus say. A registry of the
+// daemon's own, not the global one: two daemons in one test process must
+// not share counters. Labels are GPU types, modes, classes, routes and
+// verdicts, never users or submissions: their number stays small.
+
+type metrics struct {
+	reg        *prometheus.Registry
+	runs       *prometheus.CounterVec
+	runSeconds *prometheus.HistogramVec
+	verdicts   *prometheus.CounterVec
+	accepted   *prometheus.CounterVec
+	refused    *prometheus.CounterVec
+	requests   *prometheus.CounterVec
+	reqSeconds *prometheus.HistogramVec
+}
+
+func newMetrics() *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.runs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kernelbox_runs_total",
+		Help: "Runs ended, by GPU type, mode and outcome: passed, failed (the submission's verdict), box_error and throttled (the box's failures: the run is tried again)."},
+		[]string{"gpu_type", "mode", "outcome"})
+	m.runSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kernelbox_run_duration_seconds",
+		Help:    "Time a run held its slot, from the gate to the result, by GPU type and mode.",
+		Buckets: []float64{0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600}},
+		[]string{"gpu_type", "mode"})
+	m.verdicts = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kernelbox_sandbox_verdicts_total",
+		Help: "Sandboxed processes ended, by the sandbox's verdict (ok, nonzero_exit, timeout, oom, killed, sandbox_error...)."},
+		[]string{"verdict"})
+	m.accepted = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kernelbox_submissions_total",
+		Help: "Submissions accepted, by GPU type and mode."}, []string{"gpu_type", "mode"})
+	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kernelbox_submissions_refused_total",
+		Help: "Submissions refused by a limit, by reason (rate_limit, queue_cap, scanner)."}, []string{"reason"})
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kernelbox_http_requests_total",
+		Help: "HTTP requests answered, by route pattern, method and status code."}, []string{"route", "method", "code"})
+	m.reqSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kernelbox_http_request_duration_seconds",
+		Help: "Time to answer an HTTP request (long-polls included), by route pattern.", Buckets: prometheus.DefBuckets},
+		[]string{"route"})
+	m.reg.MustRegister(m.runs, m.runSeconds, m.verdicts, m.accepted, m.refused, m.requests, m.reqSeconds,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// run counts a run's end; wall is zero for one that never ran.
+func (m *metrics) run(gpuType, mode, outcome string, wall time.Duration) {
+	m.runs.WithLabelValues(gpuType, mode, outcome).Inc()
+	if wall > 0 {
+		m.runSeconds.WithLabelValues(gpuType, mode).Observe(wall.Seconds())
+	}
+}
+
+// refusal counts a submission a limit refused; other errors are not
+// counted here (they are the caller's mistakes, seen in HTTP codes).
+func (m *metrics) refusal(err error, scanner bool) {
+	switch {
+	case scanner:
+		m.refused.WithLabelValues("scanner").Inc()
+	case api.ErrorCode(err) != api.CodeExhausted:
+	case strings.Contains(err.Error(), "rate limit:"):
+		m.refused.WithLabelValues("rate_limit").Inc()
+	default:
+		m.refused.WithLabelValues("queue_cap").Inc()
+	}
+}
+
+// countVerdicts counts every sandboxed process's verdict on its way back.
+type countVerdicts struct {
+	SandboxRunner
+	m *metrics
+}
+
+func (c countVerdicts) Run(ctx context.Context, s sandbox.Spec) (*sandbox.Result, error) {
+	res, err := c.SandboxRunner.Run(ctx, s)
+	if err != nil {
+		c.m.verdicts.WithLabelValues(string(sandbox.VerdictSandboxErr)).Inc()
+	} else {
+		c.m.verdicts.WithLabelValues(string(res.Verdict)).Inc()
+	}
+	return res, err
+}
+
+// instrument counts and times every request by the pattern that routed
+// it (the mux sets r.Pattern), so paths with ids do not each make a series.
+func (m *metrics) instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		begin := time.Now()
+		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		next.ServeHTTP(sw, r)
+		route := r.Pattern
+		if route == "" {
+			route = "none"
+		} else if _, p, ok := strings.Cut(route, " "); ok {
+			route = p // the method is a label of its own
+		}
+		m.requests.WithLabelValues(route, r.Method, strconv.Itoa(sw.code)).Inc()
+		m.reqSeconds.WithLabelValues(route).Observe(time.Since(begin).Seconds())
+	})
+}
+
+// statusWriter remembers the status code; Unwrap keeps the response
+// controller's deadlines and flushes working through it.
+type statusWriter struct {
+	http.ResponseWriter
+	code  int
+	wrote bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.code, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		w.wrote = true
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// stateCollector reads the queue and the slots at scrape time.
+type stateCollector struct {
+	svc                                           *Service
+	ready                                         func(context.Context) bool
+	queued, slots, temp, clock, power, mem, procs *prometheus.Desc
+	up                                            *prometheus.Desc
+}
+
+func newStateCollector(svc *Service, ready func(context.Context) bool) *stateCollector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, labels, nil)
+	}
+	return &stateCollector{svc: svc, ready: ready,
+		queued: d("kernelbox_queue_jobs", "Unfinished jobs by GPU type, class (test, ranked) and state (queued, leased, running).", "gpu_type", "class", "state"),
+		slots:  d("kernelbox_slots", "Slots by GPU type and state (idle, running, drained).", "gpu_type", "state"),
+		temp:   d("kernelbox_gpu_temperature_celsius", "A GPU's temperature.", "slot", "gpu_type"),
+		clock:  d("kernelbox_gpu_sm_clock_mhz", "A GPU's SM clock.", "slot", "gpu_type"),
+		power:  d("kernelbox_gpu_power_watts", "A GPU's power draw.", "slot", "gpu_type"),
+		mem:    d("kernelbox_gpu_memory_used_bytes", "A GPU's used memory.", "slot", "gpu_type"),
+		procs:  d("kernelbox_gpu_compute_processes", "Compute processes on a GPU (0 when idle and healthy).", "slot", "gpu_type"),
+		up:     d("kernelbox_ready", "1 when the box takes submissions, 0 when it cannot (see /readyz)."),
+	}
+}
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.queued, c.slots, c.temp, c.clock, c.power, c.mem, c.procs, c.up} {
+		ch <- d
+	}
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	ready := 0.0
+	if c.ready(ctx) {
+		ready = 1
+	}
+	gauge(c.up, ready)
+	if counts, err := c.svc.queue.Counts(ctx); err == nil {
+		for _, n := range counts {
+			class := "test"
+			if n.Class == queue.ClassRanked {
+				class = "ranked"
+			}
+			gauge(c.queued, float64(n.N), n.GPUType, class, string(n.State))
+		}
+	} else {
+		ch <- prometheus.NewInvalidMetric(c.queued, err)
+	}
+	st, err := c.svc.GPUs()
+	if err != nil {
+		return // the runner has not started: no slots to show
+	}
+	bySlots := map[[2]string]int{}
+	for _, s := range st.Slots {
+		bySlots[[2]string{s.GPUType, s.State}]++
+		if t := s.Now; t != nil {
+			gauge(c.temp, float64(t.TempC), s.ID, s.GPUType)
+			gauge(c.clock, float64(t.SMClockMHz), s.ID, s.GPUType)
+			gauge(c.power, float64(t.PowerMW)/1000, s.ID, s.GPUType)
+			gauge(c.mem, float64(t.MemUsed), s.ID, s.GPUType)
+			gauge(c.procs, float64(t.Processes), s.ID, s.GPUType)
+		}
+	}
+	for k, n := range bySlots {
+		gauge(c.slots, float64(n), k[0], k[1])
+	}
+}
+
+// handler serves the registry, the state collector registered once the
+// service is whole.
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
