@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -20,26 +21,45 @@ import (
 
 func doctorCommand() *cli.Command {
 	return &cli.Command{
-		Name:   "doctor",
-		Usage:  "check that this host can run kernelbox, and say what to fix",
-		Flags:  []cli.Flag{pythonFlag()},
+		Name:  "doctor",
+		Usage: "check that this host can run kernelbox, and say what to fix",
+		Flags: []cli.Flag{pythonFlag(),
+			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, EnvVars: []string{"KERNELBOX_CONFIG"},
+				Usage: "the daemon's config file, checked and read for its python (default " + defaultConfigFile + " when it exists)"}},
 		Action: runDoctor,
 	}
 }
 
 func runDoctor(c *cli.Context) error {
 	checks := sandbox.HostChecks()
+	cfgCheck, cfg := doctorConfig(c)
+	if cfgCheck != nil {
+		checks = append(checks, *cfgCheck)
+	}
 	if os.Geteuid() == 0 {
 		checks = append(checks, sandboxSmokeTest(c))
 	}
+	inv := gpu.Discover(c.Context, gpu.Options{Aliases: cfg.GPUAliases})
+	if cfg.GPUs == "none" {
+		inv = gpu.Inventory{Notes: []string{"gpus: none in the config"}}
+	}
+	if !c.IsSet("python") && cfg.Python != "" {
+		_ = c.Set("python", cfg.Python)
+	}
 	if it, err := findPython(c); err != nil {
 		checks = append(checks, sandbox.Check{Name: "harness Python", Info: firstLineOf(err.Error()),
-			Fix: "install PyTorch (apt-get install python3-torch, or packaging/setup.sh) or pass --python"})
+			Fix: "install PyTorch (apt-get install python3-torch, or packaging/setup.sh) or set python in the config"})
 	} else {
-		checks = append(checks, sandbox.Check{Name: "harness Python", OK: true,
-			Info: fmt.Sprintf("%s (Python %s, torch %s, %s)", it.Path, it.Python, it.Torch, it.Device)})
+		ch := sandbox.Check{Name: "harness Python", OK: true,
+			Info: fmt.Sprintf("%s (Python %s, torch %s, %s)", it.Path, it.Python, it.Torch, it.Device)}
+		if len(inv.GPUs) > 0 && it.Device == "cpu" {
+			ch.OK = false
+			ch.Info += ": this torch cannot reach the GPUs (a CPU build, or no driver it can load)"
+			ch.Fix = "install a CUDA (or ROCm) build of PyTorch, in a virtual environment if you like, and set python in the config to its interpreter"
+		}
+		checks = append(checks, ch)
 	}
-	checks = append(checks, gpuChecks(c)...)
+	checks = append(checks, gpuChecks(inv)...)
 
 	w := c.App.Writer
 	failed := 0
@@ -89,8 +109,7 @@ func sandboxSmokeTest(c *cli.Context) sandbox.Check {
 // profiling is open to non-admin users (ncu in the sandbox runs as uid
 // 65534). A box without GPUs passes: it runs the CPU backend, and the check
 // says why each backend found nothing.
-func gpuChecks(c *cli.Context) []sandbox.Check {
-	inv := gpu.Discover(c.Context, gpu.Options{})
+func gpuChecks(inv gpu.Inventory) []sandbox.Check {
 	if len(inv.GPUs) == 0 {
 		return []sandbox.Check{{Name: "GPUs", OK: true, Info: "none, so the CPU backend serves this box (" + strings.Join(inv.Notes, "; ") + ")"}}
 	}
@@ -107,6 +126,9 @@ func gpuChecks(c *cli.Context) []sandbox.Check {
 		out = append(out, ch)
 	}
 	if inv.Vendor == gpu.VendorNVIDIA {
+		out = append(out, sandbox.Check{Name: "NVIDIA driver", OK: inv.Driver != "", Info: inv.Driver,
+			Fix: "NVML answered no driver version: reinstall the driver (nvidia-smi should work)"})
+		out = append(out, nvccCheck())
 		restricted, err := gpu.ProfilingRestricted("/")
 		info := "RmProfilingAdminOnly 0: contestants' runs may read the GPU's counters"
 		if restricted {
@@ -130,4 +152,52 @@ func gpuChecks(c *cli.Context) []sandbox.Check {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// nvccCheck looks for the CUDA toolkit's compiler, which native .cu
+// submissions and load_inline need (Python and Triton ones do not).
+func nvccCheck() sandbox.Check {
+	ch := sandbox.Check{Name: "CUDA toolkit",
+		Fix: "install the CUDA toolkit (nvcc) matching the driver, and bind it into the sandbox (binds: [/usr/local/cuda] in the config) if it is outside /usr; without it .cu and load_inline submissions fail to compile"}
+	p, err := exec.LookPath("nvcc")
+	if err != nil {
+		if fileExists("/usr/local/cuda/bin/nvcc") {
+			p = "/usr/local/cuda/bin/nvcc"
+		} else {
+			ch.Info = "no nvcc on PATH or in /usr/local/cuda/bin"
+			return ch
+		}
+	}
+	out, err := exec.Command(p, "--version").Output()
+	if err != nil {
+		ch.Info = fmt.Sprintf("%s --version: %v", p, err)
+		return ch
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	ch.OK, ch.Info = true, p+" ("+strings.TrimSpace(lines[len(lines)-1])+")"
+	return ch
+}
+
+// doctorConfig checks the daemon's config file when there is one (the
+// flag, or the package's when it exists), and returns what it holds, or
+// the defaults.
+func doctorConfig(c *cli.Context) (*sandbox.Check, appliance.Config) {
+	path := c.String("config")
+	if path == "" {
+		if !fileExists(defaultConfigFile) {
+			return nil, appliance.DefaultConfig()
+		}
+		path = defaultConfigFile
+	}
+	cfg, err := loadConfig(path)
+	if err != nil {
+		lines := strings.Split(err.Error(), "\n")
+		info := lines[0]
+		if len(lines) > 1 { // the file's name, then a line per problem
+			info = path + ": " + lines[1]
+		}
+		return &sandbox.Check{Name: "config", Info: info + " (kernelbox config check " + path + " lists every problem)",
+			Fix: "correct the file (docs/configuration.md lists the keys)"}, appliance.DefaultConfig()
+	}
+	return &sandbox.Check{Name: "config", OK: true, Info: path}, cfg
 }
