@@ -108,6 +108,8 @@ func (a *API) Handler() http.Handler {
 	staff("POST /api/admin/gpus/{id}/undrain", a.adminUndrain)
 	staff("POST /api/admin/queue/pause", a.adminPause)
 	staff("POST /api/admin/queue/resume", a.adminResume)
+	// Admin only (checked in the handlers): every token hash, everybody's code.
+	staff("GET /api/admin/backup", a.adminBackup)
 	// popcorn-cli's protocol, for POPCORN_API_URL=http://BOX/popcorn; its
 	// own errors are popcorn's {"detail": ...}, the body timeout ours.
 	pc := http.StripPrefix("/popcorn", popcorn.New(a.svc, a.log, a.svc.cfg.MaxUploadBytes, a.stopping).Routes())

@@ -425,3 +425,9 @@ func (c *Client) Profile(ctx context.Context, id, run int64, w io.Writer) error 
 	}
 	return c.do(ctx, http.MethodGet, fmt.Sprintf("/api/submissions/%d/profile", id), q, nil, "", w)
 }
+
+// Backup writes a tar.gz backup of the box (GET /api/admin/backup) to w;
+// admin only. The archive ends with its manifest: one cut short has none.
+func (c *Client) Backup(ctx context.Context, w io.Writer) error {
+	return c.do(ctx, http.MethodGet, "/api/admin/backup", nil, nil, "", w)
+}

@@ -59,6 +59,8 @@ func adminCommand() *cli.Command {
 				}),
 			},
 			deleteCommand("delete a submission and its runs"),
+			adminBackupCommand(),
+			adminRestoreCommand(),
 		},
 	}
 }
