@@ -110,6 +110,7 @@ func (a *API) Handler() http.Handler {
 	staff("POST /api/admin/queue/resume", a.adminResume)
 	// Admin only (checked in the handlers): every token hash, everybody's code.
 	staff("GET /api/admin/backup", a.adminBackup)
+	staff("GET /api/admin/export", a.adminExport)
 	// popcorn-cli's protocol, for POPCORN_API_URL=http://BOX/popcorn; its
 	// own errors are popcorn's {"detail": ...}, the body timeout ours.
 	pc := http.StripPrefix("/popcorn", popcorn.New(a.svc, a.log, a.svc.cfg.MaxUploadBytes, a.stopping).Routes())

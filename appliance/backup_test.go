@@ -549,7 +549,7 @@ func TestRestore_Interrupted(t *testing.T) {
 	}
 }
 
-// TestBackup_AdminOnly: an organiser may not take a backup.
+// TestBackup_AdminOnly: an organiser may not take a backup or an export.
 func TestBackup_AdminOnly(t *testing.T) {
 	t.Parallel()
 	b := newDataBundle(t, t.TempDir())
@@ -564,5 +564,8 @@ func TestBackup_AdminOnly(t *testing.T) {
 	defer org.Close()
 	if err := org.Backup(t.Context(), io.Discard); api.ErrorCode(err) != api.CodeForbidden {
 		t.Errorf("an organiser's Backup = %v; want forbidden", err)
+	}
+	if err := org.Export(t.Context(), api.ExportQuery{}, io.Discard); api.ErrorCode(err) != api.CodeForbidden {
+		t.Errorf("an organiser's Export = %v; want forbidden", err)
 	}
 }

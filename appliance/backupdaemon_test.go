@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -127,5 +128,10 @@ func TestDaemon_BackupRestore(t *testing.T) {
 	}
 	if _, err := ann2.Wait(ctx, sub.ID, nil); err != nil {
 		t.Errorf("a submission on the restored box: %v", err)
+	}
+
+	out, errOut, rc = r.cli(r.token, "admin", "export", "--format", "parquet", "--anonymise", t.TempDir())
+	if rc != 0 || !strings.Contains(out, "exported") {
+		t.Errorf("admin export on the restored box = exit %d\n%s%s", rc, out, errOut)
 	}
 }

@@ -431,3 +431,15 @@ func (c *Client) Profile(ctx context.Context, id, run int64, w io.Writer) error 
 func (c *Client) Backup(ctx context.Context, w io.Writer) error {
 	return c.do(ctx, http.MethodGet, "/api/admin/backup", nil, nil, "", w)
 }
+
+// Export writes every submission q lets through to w as JSON lines of
+// ExportRow (GET /api/admin/export); admin only.
+func (c *Client) Export(ctx context.Context, q ExportQuery, w io.Writer) error {
+	v := url.Values{}
+	for key, on := range map[string]bool{"passing": q.Passing, "ranked": q.Ranked, "anonymise": q.Anonymise} {
+		if on {
+			v.Set(key, "true")
+		}
+	}
+	return c.do(ctx, http.MethodGet, "/api/admin/export", v, nil, "", w)
+}

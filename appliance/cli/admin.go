@@ -61,6 +61,7 @@ func adminCommand() *cli.Command {
 			deleteCommand("delete a submission and its runs"),
 			adminBackupCommand(),
 			adminRestoreCommand(),
+			adminExportCommand(),
 		},
 	}
 }
