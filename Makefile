@@ -12,7 +12,7 @@ export GOFLAGS := -tags=seccomp
 # deprecated; the warnings say nothing about our code.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: help setup build cross demo test test/race test/short bench lint tidy web web/check
+.PHONY: help setup build dist cross demo test test/race test/short bench lint tidy web web/check
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -24,14 +24,22 @@ build: ## build bin/kernelbox
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kernelbox
 
 # The contestant's client: no cgo, so none of the daemon's systems.
-CROSS := darwin/amd64 darwin/arm64 windows/amd64 windows/arm64 linux/amd64 linux/arm64
-cross: ## build the client-only CLI for macOS, Windows and Linux (CGO_ENABLED=0) into bin/
-	@for t in $(CROSS); do \
+# Stripped (-s -w; panics still print their stacks) and -trimpath: the
+# box hands them out over a hall's network, and this checkout's paths stay
+# out of them.
+CLIENTS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+dist: ## build the client-only CLI (CGO_ENABLED=0) for Linux, macOS and Windows into dist/clients/, with SHA256SUMS
+	@rm -rf dist/clients && mkdir -p dist/clients
+	@for t in $(CLIENTS); do \
 	  os=$${t%/*}; arch=$${t#*/}; ext=; [ $$os = windows ] && ext=.exe; \
-	  echo "cross $$t"; \
-	  GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 GOFLAGS= $(GO) build -ldflags '-X kernelbox/appliance/cli.Version=$(VERSION)' \
-	    -o bin/kernelbox-$$os-$$arch$$ext ./cmd/kernelbox || exit 1; \
+	  echo "dist $$t"; \
+	  GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 GOFLAGS= $(GO) build -trimpath \
+	    -ldflags '-s -w -X kernelbox/appliance/cli.Version=$(VERSION)' \
+	    -o dist/clients/kernelbox-$$os-$$arch$$ext ./cmd/kernelbox || exit 1; \
 	done
+	cd dist/clients && sha256sum kernelbox-* > SHA256SUMS
+
+cross: dist ## the old name of dist (CI runs it)
 
 demo: setup build ## start the daemon on a temp dir, submit the bundled vectoradd solutions through the CLI, show the ranking, stop
 	KB=./$(BIN) ./packaging/demo.sh
