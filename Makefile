@@ -12,7 +12,7 @@ export GOFLAGS := -tags=seccomp
 # deprecated; the warnings say nothing about our code.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: help setup build dist cross demo test test/race test/short bench lint tidy web web/check
+.PHONY: help setup build dist cross deb demo test test/race test/short bench lint tidy web web/check
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -40,6 +40,17 @@ dist: ## build the client-only CLI (CGO_ENABLED=0) for Linux, macOS and Windows 
 	cd dist/clients && sha256sum kernelbox-* > SHA256SUMS
 
 cross: dist ## the old name of dist (CI runs it)
+
+# The Debian package (packaging/nfpm.yaml), built by nfpm run as a tool
+# from the module proxy, not a dependency of the module.
+NFPM       := github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.48.0
+DEB_VERSION = $(shell ./packaging/deb-version.sh)
+DEB_ARCH    = $(shell $(GO) env GOARCH)
+deb: build dist ## build dist/kernelbox_VERSION_ARCH.deb: the daemon, its systemd unit and config, the clients
+	@rm -f dist/kernelbox_*.deb
+	DEB_VERSION=$(DEB_VERSION) DEB_ARCH=$(DEB_ARCH) CGO_ENABLED=0 GOFLAGS= \
+	  $(GO) run $(NFPM) pkg --config packaging/nfpm.yaml --packager deb \
+	    --target dist/kernelbox_$(DEB_VERSION)_$(DEB_ARCH).deb
 
 demo: setup build ## start the daemon on a temp dir, submit the bundled vectoradd solutions through the CLI, show the ranking, stop
 	KB=./$(BIN) ./packaging/demo.sh
