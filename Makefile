@@ -12,7 +12,7 @@ export GOFLAGS := -tags=seccomp
 # deprecated; the warnings say nothing about our code.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: help setup build dist cross deb demo test test/race test/short bench lint tidy web web/check
+.PHONY: help setup build dist cross deb deb/check demo test test/race test/short bench lint tidy web web/check
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -51,6 +51,9 @@ deb: build dist ## build dist/kernelbox_VERSION_ARCH.deb: the daemon, its system
 	DEB_VERSION=$(DEB_VERSION) DEB_ARCH=$(DEB_ARCH) CGO_ENABLED=0 GOFLAGS= \
 	  $(GO) run $(NFPM) pkg --config packaging/nfpm.yaml --packager deb \
 	    --target dist/kernelbox_$(DEB_VERSION)_$(DEB_ARCH).deb
+
+deb/check: deb ## build the package and check its fields, files, unit and scripts (packaging/check-deb.sh)
+	./packaging/check-deb.sh dist/kernelbox_$(DEB_VERSION)_$(DEB_ARCH).deb
 
 demo: setup build ## start the daemon on a temp dir, submit the bundled vectoradd solutions through the CLI, show the ranking, stop
 	KB=./$(BIN) ./packaging/demo.sh
