@@ -12,10 +12,10 @@ export GOFLAGS := -tags=seccomp
 # deprecated; the warnings say nothing about our code.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: help setup build dist cross deb deb/check demo test test/race test/short bench lint tidy web web/check
+.PHONY: help setup build dist cross deb deb/check vagrant/check demo test test/race test/short bench lint tidy web web/check
 
 help: ## list the targets
-	@grep -hE '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 setup: ## install the system packages the build and the CPU backend need (idempotent)
 	@./packaging/setup.sh
@@ -54,6 +54,9 @@ deb: build dist ## build dist/kernelbox_VERSION_ARCH.deb: the daemon, its system
 
 deb/check: deb ## build the package and check its fields, files, unit and scripts (packaging/check-deb.sh)
 	./packaging/check-deb.sh dist/kernelbox_$(DEB_VERSION)_$(DEB_ARCH).deb
+
+vagrant/check: ## vagrant validate the Vagrantfile, offline (installs Debian's vagrant)
+	./packaging/check-vagrant.sh
 
 demo: setup build ## start the daemon on a temp dir, submit the bundled vectoradd solutions through the CLI, show the ranking, stop
 	KB=./$(BIN) ./packaging/demo.sh
