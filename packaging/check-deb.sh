@@ -62,6 +62,7 @@ want=(
 	/usr/bin/kernelbox
 	/lib/systemd/system/kernelbox.service
 	/etc/kernelbox/config.yaml
+	/usr/share/doc/kernelbox/packaging.md
 	/usr/share/kernelbox/dist/SHA256SUMS
 )
 for os_arch in linux-amd64 linux-arm64 darwin-amd64 darwin-arm64 windows-amd64.exe windows-arm64.exe; do
