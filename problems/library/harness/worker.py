@@ -195,22 +195,8 @@ class Worker:
     def outputs(self, out):
         """(layout, tensors) of an output, which must be plain tensors in
         tuples or lists."""
-        torch = self.torch
         tensors = []
-
-        def walk(x):
-            if type(x) is torch.Tensor and x.device.type != "meta":
-                tensors.append(x)
-                return {"t": len(tensors) - 1}
-            if isinstance(x, (tuple, list)):
-                return {type(x).__name__: [walk(y) for y in x]}
-            if type(x) is torch.Tensor:
-                raise Refused("the output has no storage (a meta tensor)")
-            if isinstance(x, torch.Tensor):
-                raise Refused(f"the output is a {type(x).__name__}, a subclass of torch.Tensor: expected a plain torch.Tensor")
-            raise Refused(f"the output holds a {type(x).__name__}: it must be plain tensors (in a tuple or list)")
-
-        return walk(out), tensors
+        return layout_of(self.torch, out, tensors), tensors
 
     def ship(self, out):
         """CPU: the output in a sealed memfd of our own (the spare one made
@@ -282,6 +268,24 @@ class Worker:
             if time.perf_counter() > t_end:
                 break
         return {"ok": True}
+
+
+def layout_of(torch, x, tensors):
+    """An output's layout, its tensors appended to tensors. A function of
+    the module, not a closure in outputs(): a recursive closure is a
+    reference cycle (the function and its cell), which kept every call's
+    tensors, and so its output, alive until the cyclic collector ran, a
+    GiB a call on large shapes (CUDA out of memory on an 80 GB H100)."""
+    if type(x) is torch.Tensor and x.device.type != "meta":
+        tensors.append(x)
+        return {"t": len(tensors) - 1}
+    if isinstance(x, (tuple, list)):
+        return {type(x).__name__: [layout_of(torch, y, tensors) for y in x]}
+    if type(x) is torch.Tensor:
+        raise Refused("the output has no storage (a meta tensor)")
+    if isinstance(x, torch.Tensor):
+        raise Refused(f"the output is a {type(x).__name__}, a subclass of torch.Tensor: expected a plain torch.Tensor")
+    raise Refused(f"the output holds a {type(x).__name__}: it must be plain tensors (in a tuple or list)")
 
 
 def null_kernel(torch, out):

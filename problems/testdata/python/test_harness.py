@@ -9,6 +9,7 @@ import torch
 import eval as harness
 import judge
 import kbutils
+import worker
 
 
 class CombineTest(unittest.TestCase):
@@ -72,6 +73,31 @@ class PlainOutputTest(unittest.TestCase):
             self.assertIn(want, harness.plain_output(kbutils, torch, e, out))
         self.assertIn("1 items", harness.plain_output(kbutils, torch, (e, e), (e,)))
         self.assertIn("output[1]", harness.plain_output(kbutils, torch, None, (e, torch.ones(1).as_subclass(Sub))))
+
+
+class OutputLayoutTest(unittest.TestCase):
+    def test_outputs_freed_without_the_cycle_collector(self):
+        # A call's output must go as soon as the worker drops it: a
+        # reference cycle around it kept a GiB a call alive on the GPU
+        # until the cyclic collector ran (docs/gpu-runs.md, 2026-12-06).
+        import gc
+        import weakref
+
+        w = worker.Worker.__new__(worker.Worker)
+        w.torch = torch
+        gc.disable()
+        try:
+            out = (torch.ones(4), [torch.zeros(2)])
+            refs = [weakref.ref(out[0]), weakref.ref(out[1][0])]
+            tree, tensors = w.outputs(out)
+            self.assertEqual(tree, {"tuple": [{"t": 0}, {"list": [{"t": 1}]}]})
+            self.assertEqual(len(tensors), 2)
+            del out, tree, tensors
+            self.assertEqual([r() for r in refs], [None, None])
+        finally:
+            gc.enable()
+        with self.assertRaises(worker.Refused):
+            w.outputs((torch.ones(1), "no"))
 
 
 class AllcloseTest(unittest.TestCase):
