@@ -403,7 +403,7 @@ func TestDaemon_Refusals(t *testing.T) {
 	check("oversized", api.ExitRefused, "limit", ann, "submit", write("big.py", bytes.Repeat([]byte("#"), 5000)))
 	check("not UTF-8", api.ExitUsage, "not UTF-8", ann, "submit", write("bin.py", []byte("def f():\n    return '\xff\xfe'\n")))
 	check("malformed directive", api.ExitUsage, "line 1", ann, "submit", write("dir.py", append([]byte("#!POPCORN leaderboard\n"), correct...)))
-	check("directive and flag disagree", api.ExitUsage, "#!POPCORN leaderboard is quick but --leaderboard is nope", ann, "submit", quickSolution("correct/double.py"), "--leaderboard", "nope")
+	check("directive and flag disagree", api.ExitUsage, "#!POPCORN leaderboard is quick but the submission is for nope", ann, "submit", quickSolution("correct/double.py"), "--leaderboard", "nope")
 	plain := write("plain.py", []byte("def custom_kernel(xs):\n    return [2 * x for x in xs]\n"))
 	check("no leaderboard", api.ExitUsage, "no leaderboard: pass --leaderboard", ann, "submit", plain)
 	check("unknown leaderboard", api.ExitUsage, "no leaderboard nope", ann, "submit", plain, "--leaderboard", "nope")

@@ -38,7 +38,7 @@ func TestSubmit_KernelBotDirectives(t *testing.T) {
 		{"directory name", "", "#!POPCORN leaderboard quick\n", ""},
 		{"directory name beside the flag", "quick_v2", "#!POPCORN leaderboard quick\n", ""},
 		{"alias as the flag", "quick", "", ""},
-		{"another leaderboard", "quick_v2", "#!POPCORN leaderboard vectoradd\n", "#!POPCORN leaderboard is vectoradd but --leaderboard is quick_v2"},
+		{"another leaderboard", "quick_v2", "#!POPCORN leaderboard vectoradd\n", "#!POPCORN leaderboard is vectoradd but the submission is for quick_v2"},
 		{"unknown", "", "#!POPCORN leaderboard nope\n", "nope"},
 		{"gpu the box lacks", "", "#!POPCORN leaderboard quick_v2\n#!POPCORN gpu H100\n", "#!POPCORN gpu asks for H100; leaderboard quick_v2 runs here on cpu"},
 		{"gpu the box has", "", "#!POPCORN leaderboard quick_v2\n#!POPCORN gpu H100 cpu\n", ""},

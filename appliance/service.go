@@ -131,7 +131,7 @@ func (s *Service) Submit(ctx context.Context, u *store.User, req api.SubmitReque
 	if lbName == "" {
 		return nil, api.Errorf(api.CodeInvalid, "no leaderboard: pass --leaderboard or put `#!POPCORN leaderboard NAME` in the file")
 	}
-	disagree := api.Errorf(api.CodeInvalid, "the file's #!POPCORN leaderboard is %s but --leaderboard is %s", dir.Leaderboard, lbName)
+	disagree := api.Errorf(api.CodeInvalid, "the file's #!POPCORN leaderboard is %s but the submission is for %s (--leaderboard, or the form's choice): make them agree", dir.Leaderboard, lbName)
 	lb, err := s.openLeaderboard(ctx, u, lbName)
 	if err != nil {
 		if api.ErrorCode(err) == api.CodeNotFound && dir.Leaderboard != "" && dir.Leaderboard != lbName {

@@ -199,11 +199,12 @@ func TestWeb_SubmitAndRead(t *testing.T) {
 
 	_, _, body = b.get("/leaderboards/quick")
 	mustContain(t, "leaderboard", body, `class="medal gold"`, "<td>admin</td>", "<td>PyTorch</td>", strings.TrimPrefix(path, "/submissions/"))
-	for page, want := range map[string]string{"/live": "admin", "/": "quick", "/me": "Standings", "/queue": "<td>cpu</td>"} {
+	for page, want := range map[string][]string{"/live": {"admin"}, "/": {"quick"}, "/me": {"Standings"},
+		"/queue": {"<td>cpu</td>", "No GPUs: the CPU backend serves this box."}} {
 		if code, _, body := b.get(page); code != http.StatusOK {
 			t.Errorf("GET %s = %d:\n%s", page, code, body)
 		} else {
-			mustContain(t, page, body, want)
+			mustContain(t, page, body, want...)
 		}
 	}
 	// A file upload: a wrong solution, which fails with its reason shown.
