@@ -235,9 +235,14 @@ func TestBackup_UnderLoad(t *testing.T) {
 		t.Errorf("the backup's marks %+v miss submission %d, committed before it", handedOut, last.ID)
 	}
 
+	// Into the data directory the daemon's config names (no --data).
 	dir2 := filepath.Join(t.TempDir(), "data")
-	out, errOut, code = runCLI(t, "admin", "restore", file, "--data", dir2)
-	if code != 0 {
+	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfgFile, []byte("data: "+dir2+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = runCLI(t, "admin", "restore", file, "--config", cfgFile)
+	if code != 0 || !strings.Contains(out, "into "+dir2) {
 		t.Fatalf("admin restore = exit %d\n%s%s", code, out, errOut)
 	}
 	t.Logf("admin restore:\n%s", out)

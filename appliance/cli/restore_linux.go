@@ -21,7 +21,9 @@ func adminRestoreCommand() *cli.Command {
 			"or over a newer database unless --force); ids handed out after the backup are never reused",
 		ArgsUsage: "FILE",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "data", Value: appliance.DefaultConfig().DataDir, Usage: "the data directory to restore into"},
+			&cli.StringFlag{Name: "data", Usage: "the data directory to restore into (default: the config's data, else " + appliance.DefaultConfig().DataDir + ")"},
+			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, EnvVars: []string{"KERNELBOX_CONFIG"},
+				Usage: "the daemon's config file, for its data directory (default " + defaultConfigFile + " when it exists)"},
 			&cli.BoolFlag{Name: "force", Usage: "replace a database newer than the backup, or another box's"},
 			jsonFlag(),
 		},
@@ -29,13 +31,17 @@ func adminRestoreCommand() *cli.Command {
 			if c.NArg() != 1 {
 				return usageError("%s: give one FILE", c.Command.FullName())
 			}
-			res, err := appliance.Restore(c.Context, c.Args().First(), c.String("data"), appliance.RestoreOptions{Force: c.Bool("force")})
+			dir, err := restoreDir(c)
+			if err != nil {
+				return err
+			}
+			res, err := appliance.Restore(c.Context, c.Args().First(), dir, appliance.RestoreOptions{Force: c.Bool("force")})
 			if err != nil {
 				return err
 			}
 			return output(c, res, func(w io.Writer) error {
 				m := res.Manifest
-				fmt.Fprintf(w, "restored the backup of %s (store %s) into %s\n", m.Created.Format("2006-01-02 15:04:05Z"), m.Database.StoreID, c.String("data"))
+				fmt.Fprintf(w, "restored the backup of %s (store %s) into %s\n", m.Created.Format("2006-01-02 15:04:05Z"), m.Database.StoreID, dir)
 				fmt.Fprintf(w, "%d users, %d leaderboards, %d submissions, %d files\n", m.Database.Users, m.Database.Leaderboards, m.Database.Count, len(m.Files))
 				if r := res.Replaced; r != nil {
 					fmt.Fprintf(w, "replaced a database of store %s with %d submissions (ids up to %d)\n", r.StoreID, r.Count, r.Submissions)
@@ -53,4 +59,25 @@ func adminRestoreCommand() *cli.Command {
 			})
 		},
 	}
+}
+
+// restoreDir is --data, else the daemon's config's data directory (the
+// flag's file, else the package's when it exists), else the default:
+// a restore must land where the daemon will look.
+func restoreDir(c *cli.Context) (string, error) {
+	if d := c.String("data"); d != "" {
+		return d, nil
+	}
+	path := c.String("config")
+	if path == "" {
+		if !fileExists(defaultConfigFile) {
+			return appliance.DefaultConfig().DataDir, nil
+		}
+		path = defaultConfigFile
+	}
+	cfg, err := loadConfig(path)
+	if err != nil {
+		return "", usageError("restore: %v", err)
+	}
+	return cfg.DataDir, nil
 }
