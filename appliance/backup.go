@@ -109,7 +109,7 @@ func (sm *storeMarks) current() (api.StoreMarks, bool) {
 	}
 	sm.mu.Lock()
 	defer sm.mu.Unlock()
-	return api.StoreMarks(sm.last), true
+	return sm.last, true
 }
 
 // writeBackup streams the archive of snap and the data directory's files.
@@ -157,27 +157,42 @@ func (s *Service) writeBackup(ctx context.Context, w io.Writer, snap *dbSnapshot
 		_, err := tw.Write(b)
 		return err
 	}
-	err := add(api.BackupDB, snap.path)
-	if err == nil {
-		var b []byte
-		b, _ = json.Marshal(snap.marks)
-		b = append(b, '\n')
-		if err = addBytes(marksFile, b); err == nil {
-			sum := sha256.Sum256(b)
-			m.Files = append(m.Files, api.BackupFile{Name: marksFile, Size: int64(len(b)), SHA256: hex.EncodeToString(sum[:])})
-		}
+	if err := writeArchive(m, add, addBytes, snap, s.cfg.DataDir); err != nil {
+		return nil, fmt.Errorf("backup: %w", err)
 	}
+	if err := tw.Close(); err != nil {
+		return nil, fmt.Errorf("backup: %w", err)
+	}
+	if err := gz.Close(); err != nil {
+		return nil, fmt.Errorf("backup: %w", err)
+	}
+	return m, nil
+}
+
+// writeArchive writes the archive's entries in order: the database, the
+// marks, the files and trees of the data directory, the manifest last.
+func writeArchive(m *api.Manifest, add func(name, src string) error, addBytes func(string, []byte) error,
+	snap *dbSnapshot, dataDir string) error {
+	if err := add(api.BackupDB, snap.path); err != nil {
+		return err
+	}
+	b, err := json.Marshal(snap.marks)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	if err := addBytes(marksFile, b); err != nil {
+		return err
+	}
+	sum := sha256.Sum256(b)
+	m.Files = append(m.Files, api.BackupFile{Name: marksFile, Size: int64(len(b)), SHA256: hex.EncodeToString(sum[:])})
 	for _, name := range api.BackupFiles {
-		if err == nil {
-			err = add(name, filepath.Join(s.cfg.DataDir, name))
+		if err := add(name, filepath.Join(dataDir, name)); err != nil {
+			return err
 		}
 	}
 	for _, tree := range api.BackupTrees {
-		if err != nil {
-			break
-		}
-		root := filepath.Join(s.cfg.DataDir, tree)
-		err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		err := filepath.WalkDir(filepath.Join(dataDir, tree), func(p string, d fs.DirEntry, err error) error {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil
 			}
@@ -187,29 +202,20 @@ func (s *Service) writeBackup(ctx context.Context, w io.Writer, snap *dbSnapshot
 			if d.IsDir() || !d.Type().IsRegular() || atomicTemp.MatchString(d.Name()) {
 				return nil
 			}
-			rel, err := filepath.Rel(s.cfg.DataDir, p)
+			rel, err := filepath.Rel(dataDir, p)
 			if err != nil {
 				return err
 			}
 			return add(filepath.ToSlash(rel), p)
 		})
-	}
-	if err == nil {
-		var b []byte
-		if b, err = json.MarshalIndent(m, "", "  "); err == nil {
-			err = addBytes(api.BackupManifest, append(b, '\n'))
+		if err != nil {
+			return err
 		}
 	}
-	if err == nil {
-		err = tw.Close()
+	if b, err = json.MarshalIndent(m, "", "  "); err != nil {
+		return err
 	}
-	if err == nil {
-		err = gz.Close()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("backup: %w", err)
-	}
-	return m, nil
+	return addBytes(api.BackupManifest, append(b, '\n'))
 }
 
 // atomicTemp matches the half-written files of problems.WriteFileAtomic

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"kernelbox/appliance/api"
 	"kernelbox/appliance/store"
 	"kernelbox/problems"
 )
@@ -103,7 +104,7 @@ func tidyDataDir(dir string, log *slog.Logger) error {
 // and a mismatch stops the daemon, naming what is missing, until an
 // operator restores a newer copy or accepts the loss (--accept-store-loss).
 
-const marksFile = "store-marks.json"
+const marksFile = api.BackupMarks
 
 // storeMarks keeps the record up to date.
 type storeMarks struct {

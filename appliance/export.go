@@ -38,22 +38,24 @@ func (a *API) adminExport(w http.ResponseWriter, r *http.Request) error {
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	enc := json.NewEncoder(bw)
+	// The status goes with the first row (or the end): an error before
+	// any row is still answered as an error.
 	started := false
-	n := 0
-	err := a.svc.Export(r.Context(), q, func(row *api.ExportRow) error {
+	start := func() {
 		if !started {
 			w.Header().Set("Content-Type", "application/jsonl")
 			w.WriteHeader(http.StatusOK)
 			started = true
 		}
+	}
+	n := 0
+	err := a.svc.Export(r.Context(), q, func(row *api.ExportRow) error {
+		start()
 		n++
 		return enc.Encode(row)
 	})
-	if err == nil && !started {
-		w.Header().Set("Content-Type", "application/jsonl")
-		w.WriteHeader(http.StatusOK)
-	}
 	if err == nil {
+		start()
 		err = bw.Flush()
 	}
 	if err != nil && started {
@@ -114,16 +116,7 @@ func exportRow(r *store.ExportRow) *api.ExportRow {
 	}
 	// The public run's report, where it has one: a run that never ended
 	// (or a report from an older harness) leaves the lists empty.
-	var rep struct {
-		Benchmarks []struct {
-			Spec string  `json:"spec"`
-			Mean float64 `json:"mean_ns"`
-			Err  float64 `json:"err_ns"`
-		} `json:"benchmarks"`
-		Flags []struct {
-			Rule string `json:"rule"`
-		} `json:"flags"`
-	}
+	var rep problems.Report
 	if len(r.Report) > 0 && json.Unmarshal(r.Report, &rep) == nil {
 		for _, b := range rep.Benchmarks {
 			row.Benchmarks = append(row.Benchmarks, api.ExportBenchmark{Spec: b.Spec, MeanNs: b.Mean, ErrNs: b.Err})

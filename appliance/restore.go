@@ -100,7 +100,7 @@ func Restore(ctx context.Context, archive, dir string, opt RestoreOptions) (*Res
 	res := &Restored{Manifest: m}
 	// The highest ids handed out by anyone: the backup's record, this
 	// directory's, and the database being replaced.
-	rec := store.Marks(m.Marks)
+	rec := m.Marks
 	rec.Submissions = max(rec.Submissions, got.Submissions)
 	rec.Runs = max(rec.Runs, got.Runs)
 	was, found, err := readMarks(filepath.Join(dir, marksFile))

@@ -9,11 +9,9 @@ import (
 
 // Marks are what a data directory records of its database to notice a
 // loss: the database's identity and the highest ids it has handed out.
-type Marks struct {
-	StoreID     string `json:"store_id"`
-	Submissions int64  `json:"submissions"`
-	Runs        int64  `json:"runs"`
-}
+// One type with the backup manifest's (api.StoreMarks), which carries
+// them to a restore.
+type Marks = api.StoreMarks
 
 // Marks reads the database's identity and id floors
 // (migrations/0003_ids.sql, 0004_identity.sql).
