@@ -37,7 +37,7 @@ func (s *Store) AcceptLoss(ctx context.Context, before Marks) error {
 				return err
 			}
 		}
-		return appendEvent(ctx, tx, s.now(), 0, 0, api.StoreLossAccepted{StoreID: before.StoreID, Submissions: before.Submissions, Runs: before.Runs})
+		return appendEvent(ctx, tx, s.now(), 0, 0, api.StoreLossAccepted(before))
 	})
 }
 
