@@ -121,7 +121,8 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		return err
 	}
 
-	it, launch := d.prepareRunner(ctx)
+	it, launch, health := d.prepareRunner(ctx, d.svc.metrics)
+	d.svc.health = append(d.svc.health, health...)
 	if d.launch != nil {
 		launch = d.launch
 	}
@@ -156,6 +157,14 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		d.runner.slots = nil // nothing can run; keep the jobs queued
 		d.log.Error("the box cannot evaluate submissions", "why", strings.Join(d.svc.health, "; "))
 	}
+	return d.startServing(ctx, api.GPUsStatus{Vendor: string(d.inventory.Vendor), Driver: d.inventory.Driver,
+		Notes: d.inventory.Notes, Profiler: profilerNote})
+}
+
+// startServing loads the bundled problems, ends the runs the queue gave
+// up on, starts the runner and listens: the last steps of Start, which
+// both executors take.
+func (d *Daemon) startServing(ctx context.Context, inv api.GPUsStatus) error {
 	if d.cfg.Library {
 		loaded, err := d.svc.loadLibrary(ctx, filepath.Join(d.cfg.DataDir, "problems", "library"))
 		if err != nil {
@@ -169,8 +178,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err := d.runner.Start(ctx); err != nil {
 		return err
 	}
-	d.svc.attach(board{r: d.runner, inv: api.GPUsStatus{Vendor: string(d.inventory.Vendor), Driver: d.inventory.Driver,
-		Notes: d.inventory.Notes, Profiler: profilerNote}})
+	d.svc.attach(board{r: d.runner, inv: inv})
 	a, err := newAPI(d.svc, d.log.With("component", "api"))
 	if err != nil {
 		return err

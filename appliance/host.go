@@ -80,9 +80,10 @@ func (d *Daemon) openMonitor(slots []Slot) {
 	}
 }
 
-// prepareRunner finds the harness interpreter and the sandbox, recording
-// in the service's health why either is missing.
-func (d *Daemon) prepareRunner(ctx context.Context) (*problems.Interpreter, launcherFunc) {
+// prepareRunner finds the harness interpreter and the sandbox, and says
+// why either is missing (health notes); m counts the sandbox's verdicts.
+func (d *Daemon) prepareRunner(ctx context.Context, m *metrics) (*problems.Interpreter, launcherFunc, []string) {
+	var health []string
 	it, err := d.Python, error(nil)
 	switch {
 	case it != nil: // given by the caller
@@ -92,27 +93,25 @@ func (d *Daemon) prepareRunner(ctx context.Context) (*problems.Interpreter, laun
 		it, err = problems.FindPython(ctx, problems.PythonCandidates())
 	}
 	if err != nil {
-		d.svc.health = append(d.svc.health, fmt.Sprintf("no Python with PyTorch (%v); install python3-torch or set python in the config", err))
+		health = append(health, fmt.Sprintf("no Python with PyTorch (%v); install python3-torch or set python in the config", err))
 		it = &problems.Interpreter{}
 	}
 	if !d.cfg.Sandbox {
 		d.log.Warn("the sandbox is off: submissions run as the daemon's user, with its access (development only)")
 		return it, func(gang, problems.Mode) (problems.Launcher, []string) {
 			return problems.ExecLauncher{}, SandboxEnv(it.BinDir)
-		}
+		}, health
 	}
 	rt, err := sandbox.NewRuntime(filepath.Join(d.cfg.DataDir, "sandbox"), d.log)
 	if err == nil {
 		err = rt.SetCgroupParent(d.cfg.CgroupParent)
 	}
 	if err != nil {
-		d.svc.health = append(d.svc.health, fmt.Sprintf("no sandbox: %v", err))
-		return it, nil
+		return it, nil, append(health, fmt.Sprintf("no sandbox: %v", err))
 	}
 	d.rt = rt
 	if err := rt.SetBudget(sandbox.Budget{Memory: int64(d.cfg.Budget.Memory), CPUs: d.cfg.Budget.CPUs, Pids: d.cfg.Budget.Pids}); err != nil {
-		d.svc.health = append(d.svc.health, fmt.Sprintf("sandbox budget: %v", err))
-		return it, nil
+		return it, nil, append(health, fmt.Sprintf("sandbox budget: %v", err))
 	}
 	if n, err := rt.CleanStale(); err != nil {
 		d.log.Warn("clean stale sandboxes", "err", err)
@@ -129,7 +128,7 @@ func (d *Daemon) prepareRunner(ctx context.Context) (*problems.Interpreter, laun
 		if mode == problems.ModeProfile && g[0].GPU != nil {
 			spec.Binds = append(append([]sandbox.Bind(nil), extra...), d.profilerBinds...)
 		}
-		l, env := NewSandboxLauncher(countVerdicts{rt, d.svc.metrics}, spec)
+		l, env := NewSandboxLauncher(countVerdicts{rt, m}, spec)
 		return l, append(env, g.env()...)
-	}
+	}, health
 }

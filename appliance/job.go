@@ -36,7 +36,7 @@ func (r *runner) handle(log *slog.Logger, g gang, l *queue.Lease, take func(cont
 	log = log.With(logRun, p.Run, logSubmission, p.Submission)
 	defer r.holdCache(log, rc)() // pruned after the run, outside its timed part
 	hb := r.heartbeat(log, l)
-	ex, err := r.execute(hb.ctx, g, rc, take)
+	ex, err := r.executor().execute(hb.ctx, g, rc, take)
 	if hb.stop() {
 		return // whoever took the lease owns the job's state now
 	}
@@ -191,6 +191,9 @@ type execution struct {
 	tel       *gpu.RunTelemetry
 	others    []gpu.RunTelemetry
 	throttled *gpu.RunTelemetry
+	// info is what the machine that ran it says of itself (a Slurm node's
+	// host, Python, GPU); nil for this box's own slots.
+	info map[string]any
 }
 
 // execute runs the harness on the gang. A timed run on a GPU waits for
@@ -277,6 +280,9 @@ func (r *runner) record(log *slog.Logger, g gang, l *queue.Lease, p jobPayload, 
 	if len(g) > 1 {
 		info["gpus"] = len(g)
 	}
+	if ex.info != nil {
+		info = ex.info
+	}
 	res.SystemInfo, _ = json.Marshal(info)
 	if _, err := r.store.FinishRun(context.WithoutCancel(r.hard), p.Run, l.Token, res); err != nil {
 		log.Warn("store run result", "err", err)
@@ -360,7 +366,7 @@ func (r *runner) evaluate(ctx context.Context, g gang, rc *store.RunContext, gat
 				return // its cases carry the secret seed
 			}
 			ev := api.RunTest{Run: rc.Run.ID, Phase: phase, Index: tr.Index, Spec: tr.Spec, Status: tr.Status}
-			if err := r.store.AppendEvent(ctx, subID, ev); err != nil {
+			if err := r.appendEvent(ctx, subID, ev); err != nil {
 				r.log.Warn("log test", logRun, rc.Run.ID, "err", err)
 			}
 		},
@@ -376,7 +382,7 @@ func (r *runner) evaluate(ctx context.Context, g gang, rc *store.RunContext, gat
 					ev.Tests, ev.Benchmarks = ph.Result.Tests, ph.Result.Benchmarks
 				}
 			}
-			if err := r.store.AppendEvent(ctx, subID, ev); err != nil {
+			if err := r.appendEvent(ctx, subID, ev); err != nil {
 				r.log.Warn("log phase", logRun, rc.Run.ID, "err", err)
 			}
 		},
@@ -387,4 +393,12 @@ func (r *runner) evaluate(ctx context.Context, g gang, rc *store.RunContext, gat
 	// The work directory goes when this returns: keep the report first.
 	name, err := r.keepProfile(rc.Run.ID, rep.Profile)
 	return rep, name, err
+}
+
+// appendEvent logs a run's progress where this runner keeps it.
+func (r *runner) appendEvent(ctx context.Context, subID int64, p api.Payload) error {
+	if r.events != nil {
+		return r.events(ctx, subID, p)
+	}
+	return r.store.AppendEvent(ctx, subID, p)
 }

@@ -161,6 +161,12 @@ type runner struct {
 	standbyOff sync.Map     // slot id -> no standby before then (time.Time)
 	handed     atomic.Int64 // runs handed to a standby
 	onJobDone  func()       // tests and the idle-gap benchmark listen here
+	// exec carries the runs out: nil for this box's own slots (local), a
+	// Slurm cluster's nodes with the slurm executor (slurm.go).
+	exec executor
+	// events, when set, takes a run's progress events instead of the store:
+	// on a Slurm node, which has none, they go to the coordinator.
+	events func(ctx context.Context, subID int64, p api.Payload) error
 }
 
 // Start registers the slots with the service and starts one dispatcher per
