@@ -85,6 +85,15 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) []error {
 			errs = append(errs, checkNode(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value))...)
 		}
 		return errs
+	case !leaf && t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct:
+		if n.Kind != yaml.SequenceNode {
+			return []error{nodeError(path, n, "want a list (lines starting with `- `), got %s", what(n))}
+		}
+		var errs []error
+		for i, item := range n.Content {
+			errs = append(errs, checkNode(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i))...)
+		}
+		return errs
 	}
 	v := reflect.New(t)
 	if err := n.Decode(v.Interface()); err != nil {
@@ -248,6 +257,8 @@ func ConfigKeys() []string {
 				walk(ft, key)
 			case ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.Struct && !reflect.PointerTo(ft.Elem()).Implements(textUnmarshaler):
 				walk(ft.Elem(), key+".<name>")
+			case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
+				walk(ft.Elem(), key+"[]")
 			}
 		}
 	}
