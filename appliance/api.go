@@ -72,6 +72,10 @@ func (a *API) Handler() http.Handler {
 		mux.Handle("GET /metrics", a.svc.metrics.handler())
 	}
 	mux.Handle("GET /download/{file...}", a.wrap(a.download, false, false))
+	// Slurm nodes, with a run's job token (nodeapi.go).
+	open("GET /api/node/runs/{run}", a.nodeJob)
+	open("POST /api/node/runs/{run}/events", a.nodeEvent)
+	open("POST /api/node/runs/{run}/result", a.nodeResult)
 	open("POST /api/register", a.register)
 	user("GET /api/me", a.me)
 	user("POST /api/join", a.join)

@@ -142,6 +142,12 @@ type Config struct {
 	// keep: below it the box refuses submissions (507) and health says
 	// why, before SQLite or a run's files find the disk full.
 	MinFreeDisk policies.ByteSize `yaml:"min_free_disk"`
+	// Executor is where runs are carried out: local (this box's GPUs and
+	// CPU slots) or slurm (the nodes of a Slurm cluster, this box being
+	// the coordinator: docs/scale-out.md).
+	Executor string `yaml:"executor"`
+	// Slurm is the slurm executor's cluster.
+	Slurm SlurmConfig `yaml:"slurm"`
 }
 
 // ProfilerConfig sets up profile mode on NVIDIA GPUs.
@@ -350,6 +356,8 @@ func DefaultConfig() Config {
 		LogFormat:         "text",
 		Metrics:           true,
 		Downloads:         "/usr/share/kernelbox/dist",
+		Executor:          ExecutorLocal,
+		Slurm:             defaultSlurmConfig(),
 	}
 }
 
@@ -458,6 +466,13 @@ func (c *Config) Validate() error {
 		if !filepath.IsAbs(b) {
 			bad("binds", "%q is not an absolute path", b)
 		}
+	}
+	switch c.Executor {
+	case ExecutorLocal:
+	case ExecutorSlurm:
+		c.Slurm.validate(bad)
+	default:
+		bad("executor", "want local or slurm, got %q", c.Executor)
 	}
 	return errors.Join(errs...)
 }

@@ -121,6 +121,9 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		return err
 	}
 
+	if d.cfg.Executor == ExecutorSlurm {
+		return d.startCoordinator(ctx)
+	}
 	it, launch, health := d.prepareRunner(ctx, d.svc.metrics)
 	d.svc.health = append(d.svc.health, health...)
 	if d.launch != nil {

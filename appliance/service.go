@@ -85,6 +85,9 @@ type Service struct {
 	board slotBoard
 
 	metrics *metrics
+	// nodeRuns are the runs out on Slurm nodes (the slurm executor), whose
+	// reports the node API takes; nil with the local executor.
+	nodeRuns *nodeRuns
 
 	mu    sync.Mutex
 	slots map[string]int // GPU type -> slots the runner serves

@@ -81,7 +81,7 @@ func NewApp(stdout, stderr io.Writer) *cli.App {
 // commands are the top-level commands, kept few: the box's own (on Linux),
 // the local harness, the contestant's and the organiser's.
 func commands() []*cli.Command {
-	cmds := []*cli.Command{evalCommand(), problemsCommand(), sandboxCommand(), doctorCommand(), serveCommand(), configCommand()}
+	cmds := []*cli.Command{evalCommand(), problemsCommand(), sandboxCommand(), doctorCommand(), serveCommand(), configCommand(), nodeCommand()}
 	cmds = append(cmds, accountCommands()...)
 	cmds = append(cmds, submitCommand(), submissionsCommand())
 	cmds = append(cmds, boardCommands()...)

@@ -24,6 +24,7 @@ func doctorCommand() *cli.Command {
 		Name:  "doctor",
 		Usage: "check that this host can run kernelbox, and say what to fix",
 		Flags: []cli.Flag{pythonFlag(),
+			&cli.StringFlag{Name: "coordinator", Usage: "on a Slurm node: the coordinator's URL, checked with what the node side needs"},
 			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, EnvVars: []string{"KERNELBOX_CONFIG"},
 				Usage: "the daemon's config file, checked and read for its python (default " + defaultConfigFile + " when it exists)"}},
 		Action: runDoctor,
@@ -60,6 +61,9 @@ func runDoctor(c *cli.Context) error {
 		checks = append(checks, ch)
 	}
 	checks = append(checks, gpuChecks(inv)...)
+	if u := c.String("coordinator"); u != "" {
+		checks = append(checks, nodeChecks(c.Context, u)...)
+	}
 
 	w := c.App.Writer
 	failed := 0

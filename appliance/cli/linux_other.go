@@ -28,6 +28,10 @@ func doctorCommand() *cli.Command {
 	return linuxOnly("doctor", "check that this host can run kernelbox (the box's build only: Linux with cgo)")
 }
 
+func nodeCommand() *cli.Command {
+	return linuxOnly("node", "the node side of the slurm executor (the box's build only: Linux with cgo)")
+}
+
 func configCommand() *cli.Command {
 	return linuxOnly("config", "check the daemon's config file (the box's build only: Linux with cgo)")
 }

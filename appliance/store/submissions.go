@@ -588,3 +588,9 @@ func jobIDs(rows *sql.Rows, err error) ([]int64, error) {
 	}
 	return out, rows.Err()
 }
+
+// SubmissionOf is a submission held away from the store: a Slurm node's
+// copy of the one it runs, which keys its compile cache by userID.
+func SubmissionOf(s api.Submission, userID int64) *Submission {
+	return &Submission{Submission: s, userID: userID}
+}

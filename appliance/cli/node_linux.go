@@ -1,0 +1,124 @@
+//go:build linux && cgo
+
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"kernelbox/appliance"
+	"kernelbox/appliance/api"
+	"kernelbox/sandbox"
+)
+
+// EnvJobToken carries a run's job token to `kernelbox node run-job`: the
+// coordinator's batch script sets it, so that it shows in no process's
+// arguments.
+const EnvJobToken = "KERNELBOX_JOB_TOKEN"
+
+func nodeCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "node",
+		Usage: "the node side of the slurm executor (docs/scale-out.md)",
+		Subcommands: []*cli.Command{{
+			Name:  "run-job",
+			Usage: "run one run the coordinator handed to Slurm, and report it (a Slurm job runs this)",
+			Description: "The run's job token comes in " + EnvJobToken + ". The node's own config file (--config,\n" +
+				"or " + defaultConfigFile + " when it exists) gives its sandbox, Python and measurement.",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "coordinator", Required: true, Usage: "the coordinator's API, like http://kernelbox.cluster:8470"},
+				&cli.Int64Flag{Name: "run", Required: true, Usage: "the run to carry out"},
+				&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "this node's config file"},
+			},
+			Action: runNodeJob,
+		}},
+	}
+}
+
+func runNodeJob(c *cli.Context) error {
+	token := os.Getenv(EnvJobToken)
+	if token == "" {
+		return usageError("node run-job: no job token in %s: the coordinator's batch script sets it", EnvJobToken)
+	}
+	cfg, err := nodeConfig(c.String("config"))
+	if err != nil {
+		return usageError("node run-job: %v", err)
+	}
+	cfg.Version = version()
+	log := newLogger(c.App.ErrWriter, cfg.LogLevel, cfg.LogFormat)
+	o := appliance.NodeOptions{Coordinator: c.String("coordinator"), Run: c.Int64("run"), Token: token,
+		SlurmJob: os.Getenv("SLURM_JOB_ID"), GPUs: os.Getenv("SLURM_JOB_GPUS"), Node: os.Getenv("SLURMD_NODENAME")}
+	// scancel sends SIGTERM: the run's sandboxes are stopped, not left behind.
+	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := appliance.RunNodeJob(ctx, cfg, o, log); err != nil {
+		return &ExitError{Code: api.ExitServer, Err: fmt.Errorf("node run-job: %w", err)}
+	}
+	return nil
+}
+
+// nodeConfig is the node's config: the file given, else the package's
+// when it exists, else the defaults.
+func nodeConfig(path string) (appliance.Config, error) {
+	if path == "" {
+		if !fileExists(defaultConfigFile) {
+			return appliance.DefaultConfig(), nil
+		}
+		path = defaultConfigFile
+	}
+	return loadConfig(path)
+}
+
+// nodeChecks are doctor's checks of what a Slurm node needs besides what
+// every box needs: the coordinator within reach and of the same version,
+// and the GRES this node's slurmd reports (for slurm.pools).
+func nodeChecks(ctx context.Context, coordinator string) []sandbox.Check {
+	ch := sandbox.Check{Name: "coordinator", Fix: "start the coordinator, or check the URL and the firewall between this node and it"}
+	c, err := api.NewClient(coordinator, "")
+	if err == nil {
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		var h *api.Health
+		if h, err = c.Health(ctx); err == nil {
+			ch.OK, ch.Info = true, fmt.Sprintf("%s answers: kernelbox %s, %s", coordinator, h.Version, h.Status)
+			if h.Version != version() {
+				ch.OK = false
+				ch.Info += fmt.Sprintf("; this node has kernelbox %s", version())
+				ch.Fix = "install the coordinator's version of kernelbox on the node: the node protocol is the coordinator's"
+			}
+		}
+	}
+	if err != nil {
+		ch.Info = err.Error()
+	}
+	out := []sandbox.Check{ch}
+	gres := sandbox.Check{Name: "Slurm GRES", OK: true}
+	if path, err := exec.LookPath("slurmd"); err != nil {
+		gres.OK, gres.Info = false, "no slurmd on PATH: this is not a Slurm node"
+		gres.Fix = "run doctor --coordinator on a node of the cluster (apt-get install slurmd)"
+	} else if b, err := exec.CommandContext(ctx, path, "-G").CombinedOutput(); err != nil {
+		gres.OK, gres.Info = false, "slurmd -G: "+firstLineOf(strings.TrimSpace(string(b)))
+		gres.Fix = "fix gres.conf: slurmd -G shows what slurmd would report"
+	} else {
+		var lines []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if i := strings.Index(l, "Gres Name="); i >= 0 {
+				lines = append(lines, strings.Join(strings.Fields(l[i:])[:min(3, len(strings.Fields(l[i:])))], " "))
+			}
+		}
+		gres.Info = "slurmd reports " + strings.Join(lines, "; ")
+		if len(lines) == 0 {
+			gres.Info = "slurmd reports no GRES: only a CPU pool (gres empty) can run here"
+		}
+	}
+	return append(out, gres)
+}

@@ -1,0 +1,283 @@
+package appliance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"kernelbox/appliance/api"
+	"kernelbox/appliance/store"
+	"kernelbox/gpu"
+	"kernelbox/problems"
+)
+
+// The node side of the slurm executor: `kernelbox node run-job`, which a
+// Slurm job runs on the node Slurm picked. It fetches its run from the
+// coordinator, runs it as the box runs its own (the same sandbox, gate,
+// clocks, telemetry and harness: runner.execute) on the GPUs Slurm gave
+// the job, and reports the result. Judging and recording stay with the
+// coordinator.
+
+// NodeOptions is one `kernelbox node run-job`.
+type NodeOptions struct {
+	Coordinator string // the coordinator's API
+	Run         int64
+	Token       string // the run's job token
+	// What Slurm says of the job: SLURM_JOB_ID, SLURM_JOB_GPUS (the
+	// node's GPU indices it allocated) and SLURMD_NODENAME.
+	SlurmJob, GPUs, Node string
+}
+
+// RunNodeJob carries out one run on this node and reports it. A failure
+// to carry it out is reported too (the coordinator tries again); the error
+// returned is only for what could not be reported at all.
+func RunNodeJob(ctx context.Context, cfg Config, o NodeOptions, log *slog.Logger) error {
+	c, err := api.NewClient(o.Coordinator, o.Token)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	job, err := c.NodeJob(ctx, o.Run)
+	if err != nil {
+		return fmt.Errorf("fetch run %d from %s: %w", o.Run, o.Coordinator, err)
+	}
+	log = log.With(logRun, o.Run, "slurm_job", o.SlurmJob)
+	res, err := runOnNode(ctx, cfg, o, *job, c, log)
+	if ctx.Err() != nil {
+		// Cancelled (scancel): the coordinator has given the run up.
+		log.Info("stopped before the end", "why", context.Cause(ctx))
+		return nil
+	}
+	if err != nil {
+		log.Error("the run could not be carried out here", "err", err)
+		res = api.NodeResult{Error: fmt.Sprintf("node %s: %v", o.Node, err)}
+	}
+	// The coordinator may be restarting: a report is worth a few tries.
+	for try := 1; ; try++ {
+		err = c.NodeResult(ctx, o.Run, res)
+		if err == nil || try == 5 || api.ErrorCode(err) == api.CodeUnauthorized || ctx.Err() != nil {
+			break
+		}
+		log.Warn("report to the coordinator", "try", try, "err", err)
+		time.Sleep(time.Duration(try) * time.Second)
+	}
+	if err != nil {
+		return fmt.Errorf("report run %d to %s: %w", o.Run, o.Coordinator, err)
+	}
+	log.Info("reported", "passed", res.Report != nil && res.Report.Passed, "error", res.Error)
+	return nil
+}
+
+// runOnNode runs the job here, in a directory of its own under the data
+// directory, with a sandbox runtime and cgroup of its own: other runs'
+// jobs may share the node.
+func runOnNode(ctx context.Context, cfg Config, o NodeOptions, job api.NodeJob, c *api.Client, log *slog.Logger) (api.NodeResult, error) {
+	key := o.SlurmJob
+	if key == "" {
+		key = fmt.Sprintf("run%d-%d", job.Run, os.Getpid())
+	}
+	ncfg := cfg
+	ncfg.DataDir = filepath.Join(cfg.DataDir, "node", "job-"+key)
+	ncfg.CgroupParent = cfg.CgroupParent + "-job-" + key
+	if err := os.MkdirAll(ncfg.DataDir, 0o700); err != nil {
+		return api.NodeResult{}, err
+	}
+	defer os.RemoveAll(ncfg.DataDir)
+	d := NewDaemon(ncfg, log)
+	defer removeCgroup(ncfg.CgroupParent)
+	defer d.closeAll()
+	it, launch, health := d.prepareRunner(ctx, newMetrics())
+	if len(health) > 0 {
+		return api.NodeResult{}, errors.New(strings.Join(health, "; "))
+	}
+	slots, err := d.nodeSlots(ctx, job, o.GPUs)
+	if err != nil {
+		return api.NodeResult{}, err
+	}
+	d.openMonitor(slots)
+	d.setupProfiler()
+	task, err := writeNodeProblem(filepath.Join(ncfg.DataDir, "problem"), job)
+	if err != nil {
+		return api.NodeResult{}, err
+	}
+	r := &runner{cfg: runnerConfig{Version: cfg.Version, ProfilesDir: filepath.Join(ncfg.DataDir, "profiles")},
+		slots: slots, launch: launch, python: it, workRoot: filepath.Join(ncfg.DataDir, "work"), log: log,
+		measure: cfg.Measurement, maxReport: int64(cfg.Profiler.MaxReport), driver: d.inventory.Driver, profiler: d.profiler,
+		caches: newUserCaches(filepath.Join(cfg.DataDir, "cache"), int64(cfg.CacheBudget)), hard: ctx,
+		tasks:  func(*store.Leaderboard) (*problems.Task, error) { return task, nil },
+		events: nodeEvents(c, job.Run)}
+	if d.monitor != nil {
+		r.monitor = d.monitor
+	}
+	if err := os.MkdirAll(r.workRoot, 0o700); err != nil {
+		return api.NodeResult{}, err
+	}
+	rc := nodeRunContext(job)
+	defer r.holdCache(log, rc)()
+	ex, err := r.execute(ctx, gang(slots), rc, nil)
+	if err != nil {
+		return api.NodeResult{}, err
+	}
+	return r.nodeResult(ex, gang(slots))
+}
+
+// nodeSlots are the slots of the GPUs Slurm gave the job (SLURM_JOB_GPUS,
+// the node's GPU indices), or CPU slots for a CPU pool's job. A GPU of
+// another type than the job's pool is refused: a leaderboard never mixes
+// times from two kinds of GPU.
+func (d *Daemon) nodeSlots(ctx context.Context, job api.NodeJob, slurmGPUs string) ([]Slot, error) {
+	cpus := allowedCPUs()
+	if job.GPUType == "cpu" {
+		return cpuSlots(max(job.GPUs, 1), cpus), nil
+	}
+	if d.cfg.GPUs != "auto" {
+		return nil, fmt.Errorf("the run wants %s GPUs and this node's config says gpus: none", job.GPUType)
+	}
+	if slurmGPUs == "" {
+		return nil, fmt.Errorf("Slurm gave the job no GPUs (SLURM_JOB_GPUS is empty): give the %s pool its gres", job.GPUType)
+	}
+	ids, err := gpu.ParseCPUList(slurmGPUs) // the same list syntax: 0,2-3
+	if err != nil {
+		return nil, fmt.Errorf("SLURM_JOB_GPUS %q: %w", slurmGPUs, err)
+	}
+	d.inventory = gpu.Discover(ctx, gpu.Options{NVML: d.nvml, Root: d.gpuRoot, Aliases: d.cfg.GPUAliases})
+	all := gpuSlots(d.inventory, cpus)
+	var out []Slot
+	for _, id := range ids {
+		s, ok := slotOfIndex(all, id)
+		if !ok {
+			return nil, fmt.Errorf("Slurm gave the job GPU %d, which this node does not have (%d found: %s)", id, len(all), strings.Join(d.inventory.Notes, "; "))
+		}
+		if s.GPUType != job.GPUType {
+			return nil, fmt.Errorf("GPU %d of this node is a %s, and the run is for the %s pool: map this GRES to %s in the coordinator's slurm.pools, or fix gpu_aliases here",
+				id, s.GPUType, job.GPUType, s.GPUType)
+		}
+		out = append(out, s)
+	}
+	if len(out) != job.GPUs {
+		return nil, fmt.Errorf("Slurm gave the job %d GPUs (%s) and the run needs %d", len(out), slurmGPUs, job.GPUs)
+	}
+	return out, nil
+}
+
+// slotOfIndex finds Slurm's GPU index among the slots: Slurm counts the
+// device files of gres.conf (/dev/nvidia<N>), which NVML's order need
+// not follow; without such a node the discovery index stands in.
+func slotOfIndex(all []Slot, id int) (Slot, bool) {
+	dev := fmt.Sprintf("/dev/nvidia%d", id)
+	for _, s := range all {
+		for _, n := range s.GPU.Nodes {
+			if n.Path == dev {
+				return s, true
+			}
+		}
+	}
+	for _, s := range all {
+		if s.GPU.Index == id {
+			return s, true
+		}
+	}
+	return Slot{}, false
+}
+
+// writeNodeProblem puts the job's problem files in dir and loads them,
+// checking they are the files the coordinator loaded.
+func writeNodeProblem(dir string, job api.NodeJob) (*problems.Task, error) {
+	for name, data := range job.Problem {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if !filepath.IsLocal(filepath.FromSlash(name)) {
+			return nil, fmt.Errorf("problem file %q is not inside the problem", name)
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	t, err := problems.LoadTask(dir)
+	if err != nil {
+		return nil, err
+	}
+	t.Name = job.Leaderboard
+	sha, err := t.Fingerprint()
+	if err != nil {
+		return nil, err
+	}
+	if sha != job.ProblemSHA {
+		return nil, fmt.Errorf("the problem of %s arrived changed (fingerprint %s, the coordinator's %s)", job.Leaderboard, sha, job.ProblemSHA)
+	}
+	return t, nil
+}
+
+// nodeRunContext is the job as runner.execute reads a stored run.
+func nodeRunContext(job api.NodeJob) *store.RunContext {
+	lb := &store.Leaderboard{Leaderboard: api.Leaderboard{Name: job.Leaderboard}}
+	if job.Seed != nil {
+		lb.SecretSeed = *job.Seed
+	}
+	sub := store.SubmissionOf(api.Submission{ID: job.Submission, Leaderboard: job.Leaderboard, User: job.User,
+		FileName: job.FileName, GPUType: job.GPUType, Mode: job.Mode}, job.UserID)
+	return &store.RunContext{Run: store.RunRecord{Run: api.Run{ID: job.Run, Secret: job.Secret, Mode: job.Mode, GPUType: job.GPUType}},
+		Submission: sub, Leaderboard: lb, Code: job.Code}
+}
+
+// nodeEvents sends a run's progress to the coordinator, which logs it for
+// the submitter's live view.
+func nodeEvents(c *api.Client, run int64) func(context.Context, int64, api.Payload) error {
+	return func(ctx context.Context, _ int64, p api.Payload) error {
+		switch ev := p.(type) {
+		case api.RunTest:
+			return c.NodeEvent(ctx, run, api.NodeEvent{Test: &ev})
+		case api.RunPhase:
+			return c.NodeEvent(ctx, run, api.NodeEvent{Phase: &ev})
+		}
+		return fmt.Errorf("a node does not report %s events", p.EventKind())
+	}
+}
+
+// nodeResult is the execution as the coordinator takes it back.
+func (r *runner) nodeResult(ex *execution, g gang) (api.NodeResult, error) {
+	res := api.NodeResult{Report: ex.rep, Wall: ex.wall, Timed: ex.timed}
+	if ex.tel != nil || ex.before != nil {
+		tel, err := json.Marshal(nodeTelemetry{Gate: ex.before, Run: ex.tel, Others: ex.others, Throttled: ex.throttled})
+		if err != nil {
+			return res, err
+		}
+		res.Telemetry = tel
+	}
+	if ex.profile != "" {
+		data, err := os.ReadFile(filepath.Join(r.cfg.ProfilesDir, ex.profile))
+		if err != nil {
+			return res, fmt.Errorf("read the kept profile: %w", err)
+		}
+		res.Profile = data
+	}
+	host, _ := os.Hostname()
+	slot := g[0]
+	info := map[string]any{"node": host, "slot": g.ids(), "gpu": slot.GPUType, "device": slot.Device,
+		"python": r.python.Path, "torch": r.python.Torch, "kernelbox": r.cfg.Version, "wall_ns": ex.wall}
+	if slot.GPU != nil {
+		info["gpu_uuid"], info["gpu_name"], info["driver"], info["clocks"] = slot.GPU.UUID, slot.GPU.Name, r.driver, slot.Clocks
+	}
+	if len(g) > 1 {
+		info["gpus"] = len(g)
+	}
+	res.System = info
+	return res, nil
+}
+
+// removeCgroup removes a job's cgroup parent once its sandboxes are gone
+// (cgroup v2, or each v1 hierarchy); a leftover is only untidy.
+func removeCgroup(name string) {
+	dirs, _ := filepath.Glob("/sys/fs/cgroup/*/" + name)
+	for _, d := range append(dirs, "/sys/fs/cgroup/"+name) {
+		_ = os.Remove(d)
+	}
+}

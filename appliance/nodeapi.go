@@ -1,0 +1,140 @@
+package appliance
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"kernelbox/appliance/api"
+)
+
+// The node API: what a Slurm node's `kernelbox node run-job` calls. Its
+// credential is the run's job token, made for one attempt and forgotten
+// when the attempt ends, so a node that comes back late (its job given up
+// and tried again elsewhere) is refused and cannot overwrite anything.
+
+// nodeRuns are the runs out on nodes, by run id.
+type nodeRuns struct {
+	mu   sync.Mutex
+	runs map[int64]*nodeRun
+}
+
+// nodeRun is one attempt of a run out on a node.
+type nodeRun struct {
+	job   api.NodeJob
+	token string
+	// result takes the node's one report; reported says it came.
+	result   chan api.NodeResult
+	reported bool
+}
+
+func newNodeRuns() *nodeRuns { return &nodeRuns{runs: map[int64]*nodeRun{}} }
+
+func (n *nodeRuns) add(job api.NodeJob, token string) *nodeRun {
+	nr := &nodeRun{job: job, token: token, result: make(chan api.NodeResult, 1)}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.runs[job.Run] = nr
+	return nr
+}
+
+func (n *nodeRuns) remove(nr *nodeRun) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.runs[nr.job.Run] == nr {
+		delete(n.runs, nr.job.Run)
+	}
+}
+
+// auth finds the run a request is for and checks its token.
+func (n *nodeRuns) auth(r *http.Request) (*nodeRun, error) {
+	if n == nil {
+		return nil, api.Errorf(api.CodeNotFound, "this box runs no Slurm jobs (executor: local)")
+	}
+	id, err := strconv.ParseInt(r.PathValue("run"), 10, 64)
+	if err != nil || id <= 0 {
+		return nil, api.Errorf(api.CodeInvalid, "run %q is not a positive number", r.PathValue("run"))
+	}
+	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	n.mu.Lock()
+	nr := n.runs[id]
+	n.mu.Unlock()
+	// One answer for both: a wrong token must not learn which runs are out.
+	if nr == nil || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(nr.token)) != 1 {
+		return nil, api.Errorf(api.CodeUnauthorized, "no run %d is out on a node with this job token (given up, or ended)", id)
+	}
+	return nr, nil
+}
+
+func (a *API) nodeJob(w http.ResponseWriter, r *http.Request) error {
+	nr, err := a.svc.nodeRuns.auth(r)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, nr.job)
+}
+
+func (a *API) nodeEvent(w http.ResponseWriter, r *http.Request) error {
+	nr, err := a.svc.nodeRuns.auth(r)
+	if err != nil {
+		return err
+	}
+	var ev api.NodeEvent
+	if err := decodeNodeBody(w, r, maxJSONBody*16, &ev); err != nil {
+		return err
+	}
+	var p api.Payload
+	switch {
+	case ev.Test != nil && ev.Phase == nil:
+		ev.Test.Run = nr.job.Run
+		p = *ev.Test
+	case ev.Phase != nil && ev.Test == nil:
+		ev.Phase.Run, ev.Phase.Secret = nr.job.Run, nr.job.Secret
+		p = *ev.Phase
+	default:
+		return api.Errorf(api.CodeInvalid, "a node event holds one of test and phase")
+	}
+	if nr.job.Secret && ev.Test != nil {
+		return writeJSON(w, http.StatusOK, struct{}{}) // its cases carry the secret seed
+	}
+	if err := a.svc.store.AppendEvent(r.Context(), nr.job.Submission, p); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, struct{}{})
+}
+
+func (a *API) nodeResult(w http.ResponseWriter, r *http.Request) error {
+	nr, err := a.svc.nodeRuns.auth(r)
+	if err != nil {
+		return err
+	}
+	var res api.NodeResult
+	// A report holds the run's output and its Nsight Compute report.
+	limit := int64(a.svc.cfg.Profiler.MaxReport)*4/3 + 64<<20
+	if err := decodeNodeBody(w, r, limit, &res); err != nil {
+		return err
+	}
+	if res.Error == "" && res.Report == nil {
+		return api.Errorf(api.CodeInvalid, "a node's result holds a report or an error")
+	}
+	a.svc.nodeRuns.mu.Lock()
+	dup := nr.reported
+	nr.reported = true
+	a.svc.nodeRuns.mu.Unlock()
+	if dup {
+		return api.Errorf(api.CodeConflict, "run %d was reported already", nr.job.Run)
+	}
+	nr.result <- res // buffered for its one report
+	return writeJSON(w, http.StatusOK, struct{}{})
+}
+
+func decodeNodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	if err := dec.Decode(v); err != nil {
+		return api.Errorf(api.CodeInvalid, "the node's report is not the JSON expected: %v", err)
+	}
+	return nil
+}

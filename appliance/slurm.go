@@ -1,0 +1,382 @@
+package appliance
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"kernelbox/appliance/api"
+	"kernelbox/appliance/store"
+	"kernelbox/gpu"
+	"kernelbox/problems"
+)
+
+// The slurm executor: the coordinator keeps the job table, the queue's
+// order and the leaderboards; Slurm decides which node runs each job; the
+// node (`kernelbox node run-job`, node.go) owns the sandbox, the gate,
+// the clocks and the measurement, and reports back over the API with the
+// run's job token (nodeapi.go).
+
+// slurmJobName is every kernelbox job's name in Slurm; its comment names
+// the coordinator's boot and the run, so that a restarted coordinator
+// finds an earlier boot's jobs and cancels them.
+const slurmJobName = "kernelbox"
+
+// startCoordinator is Start for the slurm executor: no sandbox, Python or
+// GPU here, only the pools' slots, whose runs go to Slurm.
+func (d *Daemon) startCoordinator(ctx context.Context) error {
+	it := d.Python
+	if it == nil {
+		it = &problems.Interpreter{}
+	}
+	sl := newSlurm(d.cfg, d.svc.boot, d.svc.runTask, d.log.With("component", "slurm"))
+	if err := sl.cancelOrphans(ctx); err != nil {
+		// Not fatal: Slurm may be down for a moment; the orphans' reports
+		// are refused (their tokens are gone) and they end by themselves.
+		d.log.Warn("cancel an earlier coordinator's Slurm jobs", "err", err)
+	}
+	d.svc.nodeRuns = sl.runs
+	slots := d.cfg.Slurm.slots()
+	d.runner = d.newRunner(slots, nil, it)
+	d.runner.exec = sl
+	// A pool's slot is a place in Slurm, not a GPU: nothing to keep warm.
+	d.runner.cfg.WarmStart, d.runner.cfg.Standby = false, false
+	sl.profilesDir, sl.maxReport = d.runner.cfg.ProfilesDir, d.runner.maxReport
+	d.svc.offer(slots)
+	var notes []string
+	for _, p := range d.cfg.Slurm.Pools {
+		notes = append(notes, fmt.Sprintf("Slurm pool %s: GRES %q, up to %d at once", p.GPUType, p.GRES, p.GPUs))
+	}
+	d.log.Info("runs go to Slurm", "partition", d.cfg.Slurm.Partition, "coordinator", d.cfg.Slurm.Coordinator, "pools", len(d.cfg.Slurm.Pools))
+	return d.startServing(ctx, api.GPUsStatus{Vendor: "slurm", Notes: notes, Profiler: "the node's"})
+}
+
+// slurm submits runs as Slurm jobs and waits for their nodes' reports.
+type slurm struct {
+	cfg         SlurmConfig
+	boot        string
+	runs        *nodeRuns
+	tasks       func(*store.Leaderboard) (*problems.Task, error)
+	log         *slog.Logger
+	profilesDir string
+	maxReport   int64
+}
+
+var _ executor = (*slurm)(nil)
+
+func newSlurm(cfg Config, boot string, tasks func(*store.Leaderboard) (*problems.Task, error), log *slog.Logger) *slurm {
+	return &slurm{cfg: cfg.Slurm, boot: boot, runs: newNodeRuns(), tasks: tasks, log: log}
+}
+
+// execute hands the run to Slurm and waits for the node's report, for the
+// job to end without one (the box's failure: the runner tries again), or
+// for ctx to end (the lease lost, or shutdown: the job is cancelled).
+func (s *slurm) execute(ctx context.Context, g gang, rc *store.RunContext, _ func(context.Context) error) (*execution, error) {
+	job, err := s.nodeJob(g, rc)
+	if err != nil {
+		return nil, err
+	}
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, err
+	}
+	token := hex.EncodeToString(b[:])
+	nr := s.runs.add(job, token)
+	defer s.runs.remove(nr)
+	id, err := s.submit(ctx, g, rc, token)
+	if err != nil {
+		return nil, err
+	}
+	log := s.log.With(logRun, rc.Run.ID, "slurm_job", id)
+	log.Info("submitted to Slurm", "gpu", g[0].GPUType, "gpus", len(g))
+	res, err := s.wait(ctx, log, id, nr)
+	if err != nil {
+		if ctx.Err() != nil {
+			s.cancel(log, id)
+		}
+		return nil, err
+	}
+	if res.Error != "" {
+		return nil, fmt.Errorf("Slurm job %s: the node could not run it: %s", id, res.Error)
+	}
+	return s.execution(rc.Run.ID, id, res)
+}
+
+// nodeJob is the run as the node gets it: everything it needs, the
+// problem's files included, since a node shares no disk with the
+// coordinator.
+func (s *slurm) nodeJob(g gang, rc *store.RunContext) (api.NodeJob, error) {
+	t, err := s.tasks(rc.Leaderboard)
+	if err != nil {
+		return api.NodeJob{}, err
+	}
+	files := map[string][]byte{}
+	for _, p := range append([]string{"task.yml"}, t.Sources()...) {
+		data, err := os.ReadFile(filepath.Join(t.Dir, filepath.FromSlash(p)))
+		if err != nil {
+			return api.NodeJob{}, fmt.Errorf("problem of leaderboard %s: %w", rc.Leaderboard.Name, err)
+		}
+		files[p] = data
+	}
+	sha, err := t.Fingerprint()
+	if err != nil {
+		return api.NodeJob{}, err
+	}
+	j := api.NodeJob{Run: rc.Run.ID, Submission: rc.Submission.ID, User: rc.Submission.User, UserID: rc.Submission.UserID(),
+		Mode: rc.Run.Mode, Secret: rc.Run.Secret, GPUType: g[0].GPUType, GPUs: len(g), FileName: rc.Submission.FileName,
+		Code: rc.Code, Leaderboard: rc.Leaderboard.Name, Problem: files, ProblemSHA: sha}
+	if rc.Run.Secret {
+		seed := rc.Leaderboard.SecretSeed
+		j.Seed = &seed
+	}
+	return j, nil
+}
+
+// submit runs sbatch, the batch script on its stdin (the job token must
+// not show in any process's arguments), and returns the job id.
+func (s *slurm) submit(ctx context.Context, g gang, rc *store.RunContext, token string) (string, error) {
+	pool, ok := s.cfg.pool(g[0].GPUType)
+	if !ok {
+		return "", fmt.Errorf("no Slurm pool for GPU type %s", g[0].GPUType)
+	}
+	args := []string{"--parsable", "--job-name=" + slurmJobName, fmt.Sprintf("--comment=kernelbox:%s:%d", s.boot, rc.Run.ID),
+		"--nodes=1", "--ntasks=1", "--no-requeue", "--chdir=/", "--output=" + s.cfg.Output,
+		fmt.Sprintf("--time=%d", int(s.cfg.TimeLimit.Round(time.Minute)/time.Minute))}
+	if s.cfg.Partition != "" {
+		args = append(args, "--partition="+s.cfg.Partition)
+	}
+	if pool.GRES != "" {
+		args = append(args, fmt.Sprintf("--gres=gpu:%s:%d", pool.GRES, len(g)))
+	}
+	if rc.Run.Mode == string(problems.ModeLeaderboard) {
+		// A ranked run has the node to itself: no other job's kernels,
+		// copies or heat beside its timings.
+		args = append(args, "--exclusive")
+	}
+	args = append(args, s.cfg.Args...)
+	out, err := s.slurmCmd(ctx, "sbatch", bytes.NewReader(s.script(rc.Run.ID, token)), args...)
+	if err != nil {
+		return "", fmt.Errorf("sbatch run %d: %w", rc.Run.ID, err)
+	}
+	id, _, _ := strings.Cut(strings.TrimSpace(out), ";") // "id;cluster" on a federation
+	if _, err := strconv.ParseUint(id, 10, 64); err != nil {
+		return "", fmt.Errorf("sbatch run %d: no job id in its answer %q", rc.Run.ID, out)
+	}
+	return id, nil
+}
+
+// script is the batch script: the node side with a clean environment,
+// given only the token and what Slurm says of the job's GPUs.
+func (s *slurm) script(runID int64, token string) []byte {
+	var b strings.Builder
+	b.WriteString("#!/bin/sh\n# kernelbox: one run, reported to the coordinator\nexec env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \\\n")
+	fmt.Fprintf(&b, "  KERNELBOX_JOB_TOKEN=%s \\\n", token)
+	for _, v := range []string{"SLURM_JOB_ID", "SLURM_JOB_GPUS", "SLURMD_NODENAME", "CUDA_VISIBLE_DEVICES"} {
+		fmt.Fprintf(&b, "  %s=\"$%s\" \\\n", v, v)
+	}
+	argv := append(append([]string{}, s.cfg.Command...), "node", "run-job", "--coordinator", s.cfg.Coordinator,
+		"--run", strconv.FormatInt(runID, 10))
+	if s.cfg.NodeConfig != "" {
+		argv = append(argv, "--config", s.cfg.NodeConfig)
+	}
+	b.WriteString(" ")
+	for _, a := range argv {
+		b.WriteString(" " + shellQuote(a))
+	}
+	b.WriteString("\n")
+	return []byte(b.String())
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// wait waits for the node's report. Slurm is asked every poll how the job
+// stands: a job that ended without a report (its node failed, it was
+// preempted, timed out or cancelled by someone else) is the box's failure.
+func (s *slurm) wait(ctx context.Context, log *slog.Logger, id string, nr *nodeRun) (api.NodeResult, error) {
+	t := time.NewTicker(s.cfg.Poll)
+	defer t.Stop()
+	last := ""
+	for {
+		select {
+		case res := <-nr.result:
+			return res, nil
+		case <-ctx.Done():
+			return api.NodeResult{}, ctx.Err()
+		case <-t.C:
+		}
+		st, err := s.jobState(ctx, id)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Warn("ask Slurm about the job", "err", err)
+			}
+			continue
+		}
+		if st.state != last {
+			log.Info("Slurm job", "state", st.state, "reason", st.reason, "node", st.node)
+			last = st.state
+		}
+		if !st.ended() {
+			continue
+		}
+		select { // the report comes before the job ends: the node waits for its answer
+		case res := <-nr.result:
+			return res, nil
+		default:
+		}
+		return api.NodeResult{}, fmt.Errorf("Slurm job %s ended %s on %s without a report (%s)", id, st.state, orNone(st.node), orNone(st.reason))
+	}
+}
+
+func orNone(s string) string {
+	if s == "" || s == "(null)" {
+		return "no node"
+	}
+	return s
+}
+
+// slurmJob is what squeue says of a job.
+type slurmJob struct{ state, reason, node string }
+
+// ended says whether the job will do no more; a job Slurm no longer
+// knows (its record outlived MinJobAge) has ended too.
+func (j slurmJob) ended() bool {
+	switch j.state {
+	case "PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED",
+		"RESIZING", "SIGNALING", "STAGE_OUT", "RESV_DEL_HOLD", "STOPPED", "SPECIAL_EXIT":
+		return false
+	}
+	return true
+}
+
+func (s *slurm) jobState(ctx context.Context, id string) (slurmJob, error) {
+	out, err := s.slurmCmd(ctx, "squeue", nil, "--noheader", "--states=all", "--jobs="+id, "--format=%T|%r|%N")
+	if err != nil {
+		if strings.Contains(err.Error(), "Invalid job id") {
+			return slurmJob{state: "GONE", reason: "Slurm no longer knows the job"}, nil
+		}
+		return slurmJob{}, err
+	}
+	line := strings.TrimSpace(out)
+	if line == "" {
+		return slurmJob{state: "GONE", reason: "Slurm no longer knows the job"}, nil
+	}
+	f := strings.SplitN(strings.SplitN(line, "\n", 2)[0], "|", 3)
+	for len(f) < 3 {
+		f = append(f, "")
+	}
+	return slurmJob{state: f[0], reason: f[1], node: f[2]}, nil
+}
+
+// cancel cancels a job whose run is over here (cancelled, or the daemon
+// stopping), whatever ctx says.
+func (s *slurm) cancel(log *slog.Logger, id string) {
+	ctx, stop := context.WithTimeout(context.Background(), 30*time.Second)
+	defer stop()
+	if _, err := s.slurmCmd(ctx, "scancel", nil, id); err != nil {
+		log.Warn("scancel", "err", err)
+		return
+	}
+	log.Info("cancelled in Slurm")
+}
+
+// cancelOrphans cancels the jobs an earlier boot of this coordinator left
+// in Slurm: their runs went back to the queue when it stopped.
+func (s *slurm) cancelOrphans(ctx context.Context) error {
+	out, err := s.slurmCmd(ctx, "squeue", nil, "--noheader", "--me", "--name="+slurmJobName, "--format=%i|%k")
+	if err != nil {
+		return err
+	}
+	var stale []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		id, comment, ok := strings.Cut(line, "|")
+		if ok && strings.HasPrefix(comment, "kernelbox:") && !strings.HasPrefix(comment, "kernelbox:"+s.boot+":") {
+			stale = append(stale, id)
+		}
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	s.log.Warn("cancelling the Slurm jobs of an earlier coordinator", "jobs", strings.Join(stale, ","))
+	_, err = s.slurmCmd(ctx, "scancel", nil, stale...)
+	return err
+}
+
+// slurmCmd runs one of Slurm's commands and returns its output; its error
+// carries what the command said.
+func (s *slurm) slurmCmd(ctx context.Context, name string, stdin *bytes.Reader, args ...string) (string, error) {
+	prog := name
+	if s.cfg.Bin != "" {
+		prog = filepath.Join(s.cfg.Bin, name)
+	}
+	ctx, stop := context.WithTimeout(ctx, time.Minute)
+	defer stop()
+	cmd := exec.CommandContext(ctx, prog, args...)
+	if stdin != nil {
+		cmd.Stdin = stdin
+	}
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(errOut.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return out.String(), errors.New(msg)
+	}
+	return out.String(), nil
+}
+
+// nodeTelemetry is the GPUs' readings as a node reports them.
+type nodeTelemetry struct {
+	Gate      *gpu.Telemetry     `json:"gate,omitempty"`
+	Run       *gpu.RunTelemetry  `json:"run,omitempty"`
+	Others    []gpu.RunTelemetry `json:"others,omitempty"`
+	Throttled *gpu.RunTelemetry  `json:"throttled,omitempty"`
+}
+
+// execution turns a node's report into what the runner judges and
+// records, keeping its profile here.
+func (s *slurm) execution(runID int64, id string, res api.NodeResult) (*execution, error) {
+	if res.Report == nil {
+		return nil, fmt.Errorf("Slurm job %s: the node's report has no result", id)
+	}
+	ex := &execution{rep: res.Report, wall: res.Wall, timed: res.Timed, info: res.System}
+	if len(res.Telemetry) > 0 {
+		var t nodeTelemetry
+		if err := json.Unmarshal(res.Telemetry, &t); err != nil {
+			return nil, fmt.Errorf("Slurm job %s: the node's telemetry: %w", id, err)
+		}
+		ex.before, ex.tel, ex.others, ex.throttled = t.Gate, t.Run, t.Others, t.Throttled
+	}
+	if ex.info == nil {
+		ex.info = map[string]any{}
+	}
+	ex.info["slurm_job"] = id
+	if len(res.Profile) > 0 && int64(len(res.Profile)) <= s.maxReport {
+		if err := os.MkdirAll(s.profilesDir, 0o700); err != nil {
+			return nil, err
+		}
+		name := profileName(runID)
+		err := problems.WriteFileAtomic(filepath.Join(s.profilesDir, name), func(w io.Writer) error {
+			_, err := w.Write(res.Profile)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("keep the profile of run %d: %w", runID, err)
+		}
+		ex.profile = name
+	}
+	return ex, nil
+}
