@@ -12,7 +12,7 @@ export GOFLAGS := -tags=seccomp
 # deprecated; the warnings say nothing about our code.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: help setup build dist cross deb deb/check vagrant/check demo test test/race test/short bench lint tidy web web/check
+.PHONY: help setup build dist cross deb deb/check vagrant/check demo test test/race test/short slurm/check bench lint tidy web web/check
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -64,6 +64,10 @@ demo: setup build ## start the daemon on a temp dir, submit the bundled vectorad
 test: setup ## run every test: Go, the Python harness, every problem's fixtures, the sandbox red team, the web pages in Chromium (as root)
 	@./packaging/setup.sh --browser
 	$(GO) test -count=1 -timeout 40m ./...
+
+slurm/check: setup ## the slurm executor end to end on a real one-node Slurm started here (root: installs and starts munge, slurmctld, slurmd)
+	./.ci/slurm.sh start
+	KERNELBOX_SLURM=1 $(GO) test -count=1 -timeout 15m -run 'TestSlurm' -v ./appliance/ ; rc=$$?; ./.ci/slurm.sh stop; exit $$rc
 
 test/short: ## the fast tests only (no Python, no fixtures)
 	$(GO) test -short ./...

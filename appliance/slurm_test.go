@@ -1,0 +1,246 @@
+package appliance
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"kernelbox/appliance/api"
+	"kernelbox/internal/testutil"
+)
+
+// EnvSlurm lets the slurm executor's end-to-end test use the Slurm
+// cluster this machine runs. The test kills that cluster's slurmd, so it
+// runs only where make slurm/check started a throwaway one (.ci/slurm.sh).
+const EnvSlurm = "KERNELBOX_SLURM"
+
+// requireSlurm skips unless a throwaway Slurm answers here.
+func requireSlurm(t *testing.T) {
+	t.Helper()
+	if os.Getenv(EnvSlurm) != "1" {
+		t.Skip("needs a throwaway one-node Slurm: make slurm/check starts one (.ci/slurm.sh) and sets " + EnvSlurm + "=1")
+	}
+	if out, err := exec.Command("sinfo", "-h", "-o", "%T").CombinedOutput(); err != nil {
+		t.Fatalf("%s=1 but sinfo fails: %v: %s", EnvSlurm, err, out)
+	}
+}
+
+// freeAddr is a 127.0.0.1 port nothing listens on now: the coordinator's
+// URL must be in its config before it listens.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startCoordinator is a daemon with the slurm executor over the test
+// cluster's pool of two fake GPUs, served by the CPU backend on the node:
+// its node side is this test binary running the real command line.
+func startCoordinator(t *testing.T) *testDaemon {
+	t.Helper()
+	requireSlurm(t)
+	it := testutil.RequireTorch(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	nodeCfg := filepath.Join(dir, "node.yaml")
+	body := fmt.Sprintf("data: %s\ngpus: none\npython: %s\ncgroup_parent: %s\nbudget: {memory: 8G, pids: 8000}\nlog_level: debug\n",
+		filepath.Join(dir, "node"), it.Path, testCgroupParent(t))
+	if err := os.WriteFile(nodeCfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	return startDaemon(t, filepath.Join(dir, "coordinator"), func(c *Config) {
+		c.Listen = addr
+		c.Executor = ExecutorSlurm
+		c.LeaseTTL = 6 * time.Second
+		c.Slurm.Coordinator = "http://" + addr
+		c.Slurm.Pools = []SlurmPool{{GRES: "fake", GPUType: "cpu", GPUs: 2}}
+		c.Slurm.Command = []string{"env", EnvCLI + "=1", exe, "-test.run=^$", "--"}
+		c.Slurm.NodeConfig = nodeCfg
+		c.Slurm.Poll = 500 * time.Millisecond
+		c.Slurm.Output = filepath.Join(dir, "job-%j.out")
+		t.Cleanup(func() { dumpJobOutputs(t, dir) })
+	})
+}
+
+func dumpJobOutputs(t *testing.T, dir string) {
+	if !t.Failed() {
+		return
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "job-*.out"))
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		t.Logf("%s:\n%s", filepath.Base(f), b)
+	}
+}
+
+// slurmJobOf finds the Slurm job of a run by its comment, and its state.
+func slurmJobOf(t *testing.T, run int64) (id, state string) {
+	t.Helper()
+	out, err := exec.Command("squeue", "-h", "--states=all", "--name=kernelbox", "-o", "%i|%k|%T").Output()
+	if err != nil {
+		t.Fatalf("squeue: %v", err)
+	}
+	last := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Split(line, "|")
+		if len(f) != 3 || !strings.HasSuffix(f[1], fmt.Sprintf(":%d", run)) {
+			continue
+		}
+		if n, _ := strconv.Atoi(f[0]); n > last { // the latest attempt's
+			last, id, state = n, f[0], f[2]
+		}
+	}
+	return id, state
+}
+
+func firstRun(t *testing.T, c *api.Client, sub int64) api.Run {
+	t.Helper()
+	var run api.Run
+	waitFor(t, 30*time.Second, func() bool {
+		s, err := c.Submission(t.Context(), sub, false)
+		if err != nil || len(s.Runs) == 0 {
+			return false
+		}
+		run = s.Runs[0]
+		return true
+	})
+	return run
+}
+
+func TestSlurm_EndToEnd(t *testing.T) {
+	td := startCoordinator(t)
+	td.loadQuick()
+	ctx := t.Context()
+	fast, err := os.ReadFile(quickSolution("correct/double.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("several users", func(t *testing.T) {
+		var wg sync.WaitGroup
+		for i, mode := range []string{"test", "leaderboard", "test"} {
+			c, _ := td.user(fmt.Sprintf("user%d", i))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sub, err := c.Submit(ctx, api.SubmitRequest{Code: fast, FileName: "double.py", Mode: mode})
+				if err != nil {
+					t.Errorf("user%d: Submit: %v", i, err)
+					return
+				}
+				final, err := c.Wait(ctx, sub.ID, nil)
+				if err != nil || final.Status != api.StatusDone || !final.Passed {
+					t.Errorf("user%d (%s): %+v, %v", i, mode, final, err)
+					return
+				}
+				for _, r := range final.Runs {
+					if r.Secret {
+						continue // its owner does not see where it ran
+					}
+					var info map[string]any
+					_ = json.Unmarshal(r.SystemInfo, &info)
+					if info["slurm_job"] == nil || info["node"] == nil {
+						t.Errorf("user%d run %d: system info %s names no Slurm job and node", i, r.ID, r.SystemInfo)
+					}
+				}
+				if mode == "leaderboard" && final.Score == nil {
+					t.Errorf("user%d: ranked run passed without a score", i)
+				}
+			}()
+		}
+		wg.Wait()
+	})
+
+	t.Run("cancel reaches Slurm", func(t *testing.T) {
+		c, _ := td.user("canceller")
+		sub, err := c.Submit(ctx, api.SubmitRequest{Code: []byte("#!POPCORN leaderboard quick\nSLEEP = 60\ndef custom_kernel(xs):\n    return [2 * x for x in xs]\n"),
+			FileName: "slow.py", Mode: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := firstRun(t, c, sub.ID)
+		waitFor(t, 60*time.Second, func() bool { _, st := slurmJobOf(t, run.ID); return st == "RUNNING" })
+		if _, err := c.Cancel(ctx, sub.ID); err != nil {
+			t.Fatalf("Cancel: %v", err)
+		}
+		waitFor(t, 30*time.Second, func() bool { _, st := slurmJobOf(t, run.ID); return st == "CANCELLED" })
+	})
+
+	t.Run("a killed node's job is run again", func(t *testing.T) {
+		c, _ := td.user("survivor")
+		sub, err := c.Submit(ctx, api.SubmitRequest{Code: []byte("#!POPCORN leaderboard quick\nSLEEP = 20\ndef custom_kernel(xs):\n    return [2 * x for x in xs]\n"),
+			FileName: "slowish.py", Mode: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := firstRun(t, c, sub.ID)
+		var first string
+		waitFor(t, 60*time.Second, func() bool { id, st := slurmJobOf(t, run.ID); first = id; return st == "RUNNING" })
+		// The node dies: slurmd, the job's slurmstepd and the job itself.
+		killNode(t)
+		waitFor(t, 90*time.Second, func() bool {
+			id, st := slurmJobOf(t, run.ID)
+			return id != first && id != "" || st == "NODE_FAIL"
+		})
+		t.Logf("Slurm gave up job %s; the node comes back", first)
+		if out, err := exec.Command(filepath.Join(testutil.RepoRoot(), ".ci", "slurm.sh"), "startd").CombinedOutput(); err != nil {
+			t.Fatalf("restart slurmd: %v: %s", err, out)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		defer cancel()
+		final, err := c.Wait(wctx, sub.ID, nil)
+		if err != nil || !final.Passed {
+			t.Fatalf("after the node came back: %+v, %v", final, err)
+		}
+		if a := final.Runs[0].Attempts; a < 2 {
+			t.Errorf("run attempts = %d, want 2 or more (the lost attempt and the one that completed)", a)
+		}
+		second, _ := slurmJobOf(t, run.ID)
+		if second == first {
+			t.Errorf("the run completed as Slurm job %s, the one whose node was killed", first)
+		}
+	})
+
+	t.Run("a node without the token is refused", func(t *testing.T) {
+		c, err := api.NewClient(td.server, "not-a-job-token")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.NodeResult(ctx, 1, api.NodeResult{Error: "forged"}); api.ErrorCode(err) != api.CodeUnauthorized {
+			t.Errorf("NodeResult with a bad token = %v, want unauthorized", err)
+		}
+		if _, err := c.NodeJob(ctx, 1); api.ErrorCode(err) != api.CodeUnauthorized {
+			t.Errorf("NodeJob with a bad token = %v, want unauthorized", err)
+		}
+	})
+}
+
+// killNode kills slurmd, every slurmstepd and the node side's processes
+// at once, as a node that loses power would; the runs' sandboxes go too.
+func killNode(t *testing.T) {
+	t.Helper()
+	pid, err := os.ReadFile("/run/slurmd.pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = exec.Command("kill", "-9", strings.TrimSpace(string(pid))).Run()
+	_ = exec.Command("pkill", "-9", "-x", "slurmstepd").Run()
+	_ = exec.Command("pkill", "-9", "-f", "node run-job").Run()
+}
