@@ -49,10 +49,10 @@ version=$(field Version)
 case "$version" in [0-9]*) ;; *) fail "Version $version does not start with a digit" ;; esac
 [ "$(basename "$deb")" = "kernelbox_${version}_$arch.deb" ] || fail "file name $(basename "$deb") is not kernelbox_${version}_$arch.deb"
 for dep in libseccomp2 python3 adduser; do
-	field Depends | tr ',' '\n' | grep -qx " *$dep" || fail "Depends lacks $dep: $(field Depends)"
+	field Depends | tr ',' '\n' | grep -x " *$dep" >/dev/null || fail "Depends lacks $dep: $(field Depends)"
 done
 for rec in python3-torch python3-numpy python3-yaml; do
-	field Recommends | tr ',' '\n' | grep -qx " *$rec" || fail "Recommends lacks $rec: $(field Recommends)"
+	field Recommends | tr ',' '\n' | grep -x " *$rec" >/dev/null || fail "Recommends lacks $rec: $(field Recommends)"
 done
 ok "fields: kernelbox $version $arch; Depends: $(field Depends); Recommends: $(field Recommends)"
 
@@ -84,7 +84,9 @@ kb="$root/usr/bin/kernelbox"
 got=$("$kb" --version)
 case "$got" in *kernelbox*) ;; *) fail "kernelbox --version printed $got" ;; esac
 # The daemon's build: cgo and libseccomp (a client build would not serve).
-ldd "$kb" | grep -q libseccomp || fail "/usr/bin/kernelbox is not linked with libseccomp (not make build's binary?)"
+# grep reads all of ldd's output (no -q): under pipefail, a writer cut
+# off by grep's early exit (SIGPIPE) fails the pipeline on a busy machine.
+ldd "$kb" | grep libseccomp >/dev/null || fail "/usr/bin/kernelbox is not linked with libseccomp (not make build's binary?)"
 (cd "$root/usr/share/kernelbox/dist" && sha256sum --quiet -c SHA256SUMS) || fail "the clients do not match their SHA256SUMS"
 ok "binary: $got, linked with libseccomp; the clients match SHA256SUMS"
 
