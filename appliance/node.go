@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -36,7 +38,9 @@ type NodeOptions struct {
 
 // RunNodeJob carries out one run on this node and reports it. A failure
 // to carry it out is reported too (the coordinator tries again); the error
-// returned is only for what could not be reported at all.
+// returned is for what could not be reported at all, or for a GPU left
+// unhealthy by the run (found after the report: Slurm then shows the job
+// failed, for the cluster's operators).
 func RunNodeJob(ctx context.Context, cfg Config, o NodeOptions, log *slog.Logger) error {
 	c, err := api.NewClient(o.Coordinator, o.Token)
 	if err != nil {
@@ -48,36 +52,59 @@ func RunNodeJob(ctx context.Context, cfg Config, o NodeOptions, log *slog.Logger
 		return fmt.Errorf("fetch run %d from %s: %w", o.Run, o.Coordinator, err)
 	}
 	log = log.With(logRun, o.Run, "slurm_job", o.SlurmJob)
-	res, err := runOnNode(ctx, cfg, o, *job, c, log)
-	if ctx.Err() != nil {
+	var reportErr error
+	reported := false
+	report := func(res api.NodeResult) {
+		reported, reportErr = true, sendResult(ctx, c, o.Run, res, log)
+	}
+	unwell, err := runOnNode(ctx, cfg, o, *job, c, log, report)
+	if ctx.Err() != nil && !reported {
 		// Cancelled (scancel): the coordinator has given the run up.
 		log.Info("stopped before the end", "why", context.Cause(ctx))
 		return nil
 	}
-	if err != nil {
+	if err != nil && !reported {
 		log.Error("the run could not be carried out here", "err", err)
-		res = api.NodeResult{Error: fmt.Sprintf("node %s: %v", o.Node, err)}
+		report(api.NodeResult{Error: fmt.Sprintf("node %s: %v", o.Node, err)})
 	}
-	// The coordinator may be restarting: a report is worth a few tries.
+	if reportErr != nil {
+		return fmt.Errorf("report run %d to %s: %w", o.Run, o.Coordinator, reportErr)
+	}
+	if len(unwell) > 0 {
+		return fmt.Errorf("a GPU is unhealthy after the run, drain this node in Slurm (scontrol update nodename=%s state=drain reason=kernelbox): %s",
+			o.Node, strings.Join(unwell, "; "))
+	}
+	return nil
+}
+
+// sendResult reports a run's end; the coordinator may be restarting, so a
+// report is worth a few tries.
+func sendResult(ctx context.Context, c *api.Client, run int64, res api.NodeResult, log *slog.Logger) error {
+	var err error
 	for try := 1; ; try++ {
-		err = c.NodeResult(ctx, o.Run, res)
+		err = c.NodeResult(ctx, run, res)
 		if err == nil || try == 5 || api.ErrorCode(err) == api.CodeUnauthorized || ctx.Err() != nil {
 			break
 		}
 		log.Warn("report to the coordinator", "try", try, "err", err)
 		time.Sleep(time.Duration(try) * time.Second)
 	}
-	if err != nil {
-		return fmt.Errorf("report run %d to %s: %w", o.Run, o.Coordinator, err)
+	if err == nil {
+		log.Info("reported", "passed", res.Report != nil && res.Report.Passed, "error", res.Error)
 	}
-	log.Info("reported", "passed", res.Report != nil && res.Report.Passed, "error", res.Error)
-	return nil
+	return err
 }
 
 // runOnNode runs the job here, in a directory of its own under the data
 // directory, with a sandbox runtime and cgroup of its own: other runs'
 // jobs may share the node.
-func runOnNode(ctx context.Context, cfg Config, o NodeOptions, job api.NodeJob, c *api.Client, log *slog.Logger) (api.NodeResult, error) {
+//
+// report is called with the result as soon as there is one; the GPUs'
+// health is checked after it (as a box checks it after recording), and
+// what is wrong with them is returned.
+func runOnNode(ctx context.Context, cfg Config, o NodeOptions, job api.NodeJob, c *api.Client, log *slog.Logger,
+	report func(api.NodeResult)) (unwell []string, err error) {
+	begin := time.Now()
 	key := o.SlurmJob
 	if key == "" {
 		key = fmt.Sprintf("run%d-%d", job.Run, os.Getpid())
@@ -86,25 +113,30 @@ func runOnNode(ctx context.Context, cfg Config, o NodeOptions, job api.NodeJob, 
 	ncfg.DataDir = filepath.Join(cfg.DataDir, "node", "job-"+key)
 	ncfg.CgroupParent = cfg.CgroupParent + "-job-" + key
 	if err := os.MkdirAll(ncfg.DataDir, 0o700); err != nil {
-		return api.NodeResult{}, err
+		return nil, err
 	}
 	defer os.RemoveAll(ncfg.DataDir)
 	d := NewDaemon(ncfg, log)
 	defer removeCgroup(ncfg.CgroupParent)
 	defer d.closeAll()
+	probes := filepath.Join(cfg.DataDir, "node", "python.json")
+	d.Python = cachedPython(probes, cfg.Python)
 	it, launch, health := d.prepareRunner(ctx, newMetrics())
 	if len(health) > 0 {
-		return api.NodeResult{}, errors.New(strings.Join(health, "; "))
+		return nil, errors.New(strings.Join(health, "; "))
+	}
+	if d.Python == nil {
+		keepPython(probes, cfg.Python, it, log)
 	}
 	slots, err := d.nodeSlots(ctx, job, o.GPUs)
 	if err != nil {
-		return api.NodeResult{}, err
+		return nil, err
 	}
 	d.openMonitor(slots)
 	d.setupProfiler()
 	task, err := writeNodeProblem(filepath.Join(ncfg.DataDir, "problem"), job)
 	if err != nil {
-		return api.NodeResult{}, err
+		return nil, err
 	}
 	r := &runner{cfg: runnerConfig{Version: cfg.Version, ProfilesDir: filepath.Join(ncfg.DataDir, "profiles")},
 		slots: slots, launch: launch, python: it, workRoot: filepath.Join(ncfg.DataDir, "work"), log: log,
@@ -116,15 +148,26 @@ func runOnNode(ctx context.Context, cfg Config, o NodeOptions, job api.NodeJob, 
 		r.monitor = d.monitor
 	}
 	if err := os.MkdirAll(r.workRoot, 0o700); err != nil {
-		return api.NodeResult{}, err
+		return nil, err
 	}
 	rc := nodeRunContext(job)
 	defer r.holdCache(log, rc)()
+	log.Info("node ready", "setup", time.Since(begin).Round(time.Millisecond), "python", it.Path, "slots", gang(slots).ids())
 	ex, err := r.execute(ctx, gang(slots), rc, nil)
 	if err != nil {
-		return api.NodeResult{}, err
+		return nil, err
 	}
-	return r.nodeResult(ex, gang(slots))
+	res, err := r.nodeResult(ex, gang(slots))
+	if err != nil {
+		return nil, err
+	}
+	report(res)
+	for _, s := range slots {
+		for _, p := range r.healthProblems(log, s) {
+			unwell = append(unwell, s.ID+": "+p)
+		}
+	}
+	return unwell, nil
 }
 
 // nodeSlots are the slots of the GPUs Slurm gave the job (SLURM_JOB_GPUS,
@@ -188,11 +231,30 @@ func slotOfIndex(all []Slot, id int) (Slot, bool) {
 
 // writeNodeProblem puts the job's problem files in dir and loads them,
 // checking they are the files the coordinator loaded.
+//
+// A problem may use files beside its directory (the bundled problems
+// share ../harness): the problem's directory is put as deep under dir as
+// its files reach up, so that every file lands inside dir.
 func writeNodeProblem(dir string, job api.NodeJob) (*problems.Task, error) {
+	depth := 0
+	for name := range job.Problem {
+		p, up := path.Clean(name), 0
+		for ; strings.HasPrefix(p, "../"); up++ {
+			p = p[3:]
+		}
+		if path.IsAbs(p) || p == ".." || p == "." {
+			return nil, fmt.Errorf("problem file %q is not a file of the problem", name)
+		}
+		depth = max(depth, up)
+	}
+	base := dir
+	for range depth {
+		base = filepath.Join(base, "p")
+	}
 	for name, data := range job.Problem {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if !filepath.IsLocal(filepath.FromSlash(name)) {
-			return nil, fmt.Errorf("problem file %q is not inside the problem", name)
+		p := filepath.Join(base, filepath.FromSlash(name))
+		if rel, err := filepath.Rel(dir, p); err != nil || !filepath.IsLocal(rel) {
+			return nil, fmt.Errorf("problem file %q is not a file of the problem", name)
 		}
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return nil, err
@@ -201,7 +263,7 @@ func writeNodeProblem(dir string, job api.NodeJob) (*problems.Task, error) {
 			return nil, err
 		}
 	}
-	t, err := problems.LoadTask(dir)
+	t, err := problems.LoadTask(base)
 	if err != nil {
 		return nil, err
 	}
@@ -279,5 +341,56 @@ func removeCgroup(name string) {
 	dirs, _ := filepath.Glob("/sys/fs/cgroup/*/" + name)
 	for _, d := range append(dirs, "/sys/fs/cgroup/"+name) {
 		_ = os.Remove(d)
+	}
+}
+
+// A node's jobs each start a process that needs the harness interpreter;
+// probing it imports torch (seconds with CUDA), so a probe is kept for an
+// hour, for as long as the interpreter's and torch's directories are
+// unchanged (an upgrade changes them).
+const pythonProbeLife = time.Hour
+
+type pythonProbe struct {
+	Config string               `json:"config"` // the config's python ("" for discovery)
+	Stamp  string               `json:"stamp"`
+	At     time.Time            `json:"at"`
+	It     problems.Interpreter `json:"interpreter"`
+}
+
+// pythonStamp is the modification times of the interpreter's directories.
+func pythonStamp(it problems.Interpreter) string {
+	var b strings.Builder
+	for _, d := range append([]string{it.Path}, it.Dirs...) {
+		st, err := os.Stat(d)
+		if err != nil {
+			return ""
+		}
+		fmt.Fprintf(&b, "%s@%d;", d, st.ModTime().UnixNano())
+	}
+	return b.String()
+}
+
+func cachedPython(file, configured string) *problems.Interpreter {
+	var p pythonProbe
+	data, err := os.ReadFile(file)
+	if err != nil || json.Unmarshal(data, &p) != nil {
+		return nil
+	}
+	if p.Config != configured || time.Since(p.At) > pythonProbeLife || p.Stamp == "" || p.Stamp != pythonStamp(p.It) {
+		return nil
+	}
+	return &p.It
+}
+
+func keepPython(file, configured string, it *problems.Interpreter, log *slog.Logger) {
+	if it == nil || it.Path == "" {
+		return
+	}
+	data, err := json.Marshal(pythonProbe{Config: configured, Stamp: pythonStamp(*it), At: time.Now(), It: *it})
+	if err == nil {
+		err = problems.WriteFileAtomic(file, func(w io.Writer) error { _, err := w.Write(data); return err })
+	}
+	if err != nil {
+		log.Warn("keep the Python probe", "err", err)
 	}
 }

@@ -219,6 +219,9 @@ func (r *runner) states() []api.SlotState {
 		if j, ok := r.busy.Load(s.ID); ok {
 			st.State, st.Job = "running", j.(int64)
 		}
+		if rm, ok := r.exec.(interface{ remote(slot string) string }); ok {
+			st.Remote = rm.remote(s.ID)
+		}
 		if r.measured(s) {
 			if t, err := r.monitor.Read(s.GPU.UUID); err == nil {
 				st.Now = &api.Telemetry{At: t.At, TempC: t.TempC, SMClockMHz: t.SMClockMHz, PowerMW: t.PowerMW,
@@ -253,8 +256,21 @@ func (r *runner) measured(s Slot) bool {
 // does not come back is drained: the jobs of its type go to the others,
 // and an operator looks (`kernelbox gpus`, `kernelbox admin gpu undrain`).
 func (r *runner) checkHealth(log *slog.Logger, slot Slot, job int64) {
+	if problems := r.healthProblems(log, slot); len(problems) > 0 {
+		why := fmt.Sprintf("unhealthy after job %d: %s", job, strings.Join(problems, "; "))
+		r.drained.Store(slot.ID, why)
+		log.Error("GPU drained", "why", why)
+		if err := r.store.SetDrain(context.WithoutCancel(r.hard), slot.ID, why); err != nil {
+			log.Error("record the drain: a restart would put the GPU back in service", "err", err)
+		}
+	}
+}
+
+// healthProblems are what is wrong with a measured slot's GPU after a
+// job, after a wait for the run's processes and memory to go.
+func (r *runner) healthProblems(log *slog.Logger, slot Slot) []string {
 	if !r.measured(slot) || r.hard.Err() != nil {
-		return
+		return nil
 	}
 	cfg := r.measure.gateConfig()
 	cfg.MaxTempC, cfg.ThrottleMask, cfg.Wait = 0, 0, r.measure.HealthWait
@@ -267,14 +283,7 @@ func (r *runner) checkHealth(log *slog.Logger, slot Slot, job int64) {
 	} else {
 		problems = append(problems, hw...)
 	}
-	if len(problems) > 0 {
-		why := fmt.Sprintf("unhealthy after job %d: %s", job, strings.Join(problems, "; "))
-		r.drained.Store(slot.ID, why)
-		log.Error("GPU drained", "why", why)
-		if err := r.store.SetDrain(context.WithoutCancel(r.hard), slot.ID, why); err != nil {
-			log.Error("record the drain: a restart would put the GPU back in service", "err", err)
-		}
-	}
+	return problems
 }
 
 // restoreDrains takes the slots drained before the last stop out of

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"kernelbox/appliance/api"
@@ -60,7 +61,7 @@ func (d *Daemon) startCoordinator(ctx context.Context) error {
 		notes = append(notes, fmt.Sprintf("Slurm pool %s: GRES %q, up to %d at once", p.GPUType, p.GRES, p.GPUs))
 	}
 	d.log.Info("runs go to Slurm", "partition", d.cfg.Slurm.Partition, "coordinator", d.cfg.Slurm.Coordinator, "pools", len(d.cfg.Slurm.Pools))
-	return d.startServing(ctx, api.GPUsStatus{Vendor: "slurm", Notes: notes, Profiler: "the node's"})
+	return d.startServing(ctx, api.GPUsStatus{Vendor: "slurm", Notes: notes, Profiler: "profile mode runs on the node: its ncu, when it has one"})
 }
 
 // slurm submits runs as Slurm jobs and waits for their nodes' reports.
@@ -72,6 +73,26 @@ type slurm struct {
 	log         *slog.Logger
 	profilesDir string
 	maxReport   int64
+	// where says, by slot, where its run is out in Slurm (kernelbox gpus).
+	where sync.Map
+}
+
+func (s *slurm) remote(slot string) string {
+	if v, ok := s.where.Load(slot); ok {
+		return v.(string)
+	}
+	return ""
+}
+
+// tell records where a gang's run is out, or forgets it ("").
+func (s *slurm) tell(g gang, where string) {
+	for _, sl := range g {
+		if where == "" {
+			s.where.Delete(sl.ID)
+		} else {
+			s.where.Store(sl.ID, where)
+		}
+	}
 }
 
 var _ executor = (*slurm)(nil)
@@ -101,7 +122,17 @@ func (s *slurm) execute(ctx context.Context, g gang, rc *store.RunContext, _ fun
 	}
 	log := s.log.With(logRun, rc.Run.ID, "slurm_job", id)
 	log.Info("submitted to Slurm", "gpu", g[0].GPUType, "gpus", len(g))
-	res, err := s.wait(ctx, log, id, nr)
+	s.tell(g, "Slurm job "+id+" submitted")
+	defer s.tell(g, "")
+	res, err := s.wait(ctx, log, id, nr, func(st slurmJob) {
+		where := "Slurm job " + id + " " + st.state
+		if st.node != "" && st.node != "(null)" {
+			where += " on " + st.node
+		} else if st.reason != "" && st.reason != "None" {
+			where += " (" + st.reason + ")"
+		}
+		s.tell(g, where)
+	})
 	if err != nil {
 		if ctx.Err() != nil {
 			s.cancel(log, id)
@@ -204,10 +235,10 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // wait waits for the node's report. Slurm is asked every poll how the job
 // stands: a job that ended without a report (its node failed, it was
 // preempted, timed out or cancelled by someone else) is the box's failure.
-func (s *slurm) wait(ctx context.Context, log *slog.Logger, id string, nr *nodeRun) (api.NodeResult, error) {
+func (s *slurm) wait(ctx context.Context, log *slog.Logger, id string, nr *nodeRun, seen func(slurmJob)) (api.NodeResult, error) {
 	t := time.NewTicker(s.cfg.Poll)
 	defer t.Stop()
-	last := ""
+	var last slurmJob
 	for {
 		select {
 		case res := <-nr.result:
@@ -223,9 +254,10 @@ func (s *slurm) wait(ctx context.Context, log *slog.Logger, id string, nr *nodeR
 			}
 			continue
 		}
-		if st.state != last {
+		if st != last {
 			log.Info("Slurm job", "state", st.state, "reason", st.reason, "node", st.node)
-			last = st.state
+			last = st
+			seen(st)
 		}
 		if !st.ended() {
 			continue
@@ -363,6 +395,7 @@ func (s *slurm) execution(runID int64, id string, res api.NodeResult) (*executio
 	if ex.info == nil {
 		ex.info = map[string]any{}
 	}
+
 	ex.info["slurm_job"] = id
 	if len(res.Profile) > 0 && int64(len(res.Profile)) <= s.maxReport {
 		if err := os.MkdirAll(s.profilesDir, 0o700); err != nil {

@@ -1,0 +1,134 @@
+package appliance
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"kernelbox/appliance/api"
+	"kernelbox/problems"
+)
+
+// A problem whose files reach beside its directory (the bundled ones
+// share ../harness) arrives whole on a node, and its fingerprint is the
+// coordinator's; a file that would land outside the node's directory,
+// or a changed file, is refused.
+func TestWriteNodeProblem(t *testing.T) {
+	t.Parallel()
+	src := filepath.Join(lib("vectoradd"))
+	task, err := problems.LoadTask(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sha, err := task.Fingerprint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, p := range append([]string{"task.yml"}, task.Sources()...) {
+		data, err := os.ReadFile(filepath.Join(src, filepath.FromSlash(p)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[p] = data
+	}
+	if !strings.HasPrefix(strings.Join(task.Sources(), " "), "../") && !strings.Contains(strings.Join(task.Sources(), " "), " ../") {
+		t.Fatalf("vectoradd's sources %q reach nowhere beside it: the test needs a problem that does", task.Sources())
+	}
+	job := api.NodeJob{Leaderboard: "vectoradd", Problem: files, ProblemSHA: sha}
+	dir := t.TempDir()
+	got, err := writeNodeProblem(dir, job)
+	if err != nil {
+		t.Fatalf("writeNodeProblem: %v", err)
+	}
+	if got.Name != "vectoradd" || !strings.HasPrefix(got.Dir, dir) {
+		t.Errorf("task %s in %s, want vectoradd under %s", got.Name, got.Dir, dir)
+	}
+
+	// However far up a file reaches, it lands inside the node's directory.
+	deep := map[string][]byte{"../../../../kernelbox-reach": []byte("x"), "a/../../../../../kernelbox-reach2": []byte("y")}
+	for k, v := range files {
+		deep[k] = v
+	}
+	dir = filepath.Join(t.TempDir(), "job")
+	if _, err := writeNodeProblem(dir, api.NodeJob{Leaderboard: "vectoradd", Problem: deep, ProblemSHA: sha}); err != nil {
+		t.Fatalf("writeNodeProblem with files four levels up: %v", err)
+	}
+	for _, name := range []string{"kernelbox-reach", "kernelbox-reach2"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("%s is not at the top of the node's directory: %v", name, err)
+		}
+		if _, err := os.Stat(filepath.Join(filepath.Dir(dir), name)); err == nil {
+			t.Errorf("%s was written outside the node's directory", name)
+		}
+	}
+
+	for name, change := range map[string]func(map[string][]byte){
+		"absolute": func(f map[string][]byte) { f["/etc/kernelbox-test"] = []byte("x") },
+		"changed":  func(f map[string][]byte) { f["reference.py"] = append(f["reference.py"], '\n') },
+		"no task":  func(f map[string][]byte) { delete(f, "task.yml") },
+		"dot-dot":  func(f map[string][]byte) { f[".."] = []byte("x") },
+	} {
+		bad := map[string][]byte{}
+		for k, v := range files {
+			bad[k] = v
+		}
+		change(bad)
+		if _, err := writeNodeProblem(t.TempDir(), api.NodeJob{Leaderboard: "vectoradd", Problem: bad, ProblemSHA: sha}); err == nil {
+			t.Errorf("%s: writeNodeProblem = nil error, want a refusal", name)
+		}
+	}
+}
+
+// A kept probe of the harness interpreter stands for an hour, and not
+// after the config names another interpreter or its directories change.
+func TestCachedPython(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	venv := filepath.Join(dir, "venv")
+	if err := os.MkdirAll(venv, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(venv, "python3")
+	if err := os.WriteFile(exe, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "python.json")
+	it := &problems.Interpreter{Path: exe, Torch: "2.5.0", Device: "cuda", Dirs: []string{venv}}
+	if got := cachedPython(file, exe); got != nil {
+		t.Fatalf("cachedPython with no file = %+v, want nil", got)
+	}
+	keepPython(file, exe, it, testLogger(t))
+	if got := cachedPython(file, exe); got == nil || got.Torch != "2.5.0" || got.Path != exe {
+		t.Fatalf("cachedPython after keepPython = %+v", got)
+	}
+	if got := cachedPython(file, "/usr/bin/python3"); got != nil {
+		t.Errorf("another configured python got the kept probe %+v", got)
+	}
+	// torch upgraded: its directory changes.
+	later := time.Now().Add(time.Minute)
+	if err := os.Chtimes(venv, later, later); err != nil {
+		t.Fatal(err)
+	}
+	if got := cachedPython(file, exe); got != nil {
+		t.Errorf("after the interpreter's directory changed: %+v, want nil", got)
+	}
+	// An old probe.
+	keepPython(file, exe, it, testLogger(t))
+	var p pythonProbe
+	data, _ := os.ReadFile(file)
+	if err := json.Unmarshal(data, &p); err != nil {
+		t.Fatal(err)
+	}
+	p.At = time.Now().Add(-2 * pythonProbeLife)
+	data, _ = json.Marshal(p)
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := cachedPython(file, exe); got != nil {
+		t.Errorf("a probe two hours old: %+v, want nil", got)
+	}
+}
