@@ -68,6 +68,7 @@ func startCoordinator(t *testing.T) *testDaemon {
 	return startDaemon(t, filepath.Join(dir, "coordinator"), func(c *Config) {
 		c.Listen = addr
 		c.Executor = ExecutorSlurm
+		c.Library = true // a bundled problem's files reach beside its directory (../harness)
 		c.LeaseTTL = 6 * time.Second
 		c.Slurm.Coordinator = "http://" + addr
 		c.Slurm.Pools = []SlurmPool{{GRES: "fake", GPUType: "cpu", GPUs: 2}}
@@ -165,6 +166,26 @@ func TestSlurm_EndToEnd(t *testing.T) {
 				}
 			}()
 		}
+		// A bundled problem, whose harness lies beside its directory, with
+		// PyTorch on the node.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, _ := td.user("torchuser")
+			code, err := os.ReadFile(lib("vectoradd", "solutions", "correct", "chunked_add.py"))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			sub, err := c.Submit(ctx, api.SubmitRequest{Leaderboard: "vectoradd", GPU: "cpu", Code: code, FileName: "chunked_add.py", Mode: "test"})
+			if err != nil {
+				t.Errorf("vectoradd: Submit: %v", err)
+				return
+			}
+			if final, err := c.Wait(ctx, sub.ID, nil); err != nil || !final.Passed {
+				t.Errorf("vectoradd through Slurm: %+v, %v", final, err)
+			}
+		}()
 		wg.Wait()
 	})
 
@@ -177,6 +198,19 @@ func TestSlurm_EndToEnd(t *testing.T) {
 		}
 		run := firstRun(t, c, sub.ID)
 		waitFor(t, 60*time.Second, func() bool { _, st := slurmJobOf(t, run.ID); return st == "RUNNING" })
+		// kernelbox gpus shows where the run is out.
+		waitFor(t, 10*time.Second, func() bool {
+			st, err := td.admin.GPUs(ctx)
+			if err != nil {
+				return false
+			}
+			for _, s := range st.Slots {
+				if strings.HasPrefix(s.Remote, "Slurm job ") && strings.Contains(s.Remote, "RUNNING on ") {
+					return true
+				}
+			}
+			return false
+		})
 		if _, err := c.Cancel(ctx, sub.ID); err != nil {
 			t.Fatalf("Cancel: %v", err)
 		}

@@ -27,6 +27,9 @@ type SlotState struct {
 	State   string `json:"state"`             // idle, running or drained
 	Job     int64  `json:"job,omitempty"`     // the queue job it runs
 	Drained string `json:"drained,omitempty"` // why it takes no jobs
+	// Remote is where its job is out with the slurm executor: "Slurm job
+	// 1234 RUNNING on gpu07".
+	Remote string `json:"remote,omitempty"`
 	// Now is the GPU's reading at the time of asking.
 	Now *Telemetry `json:"telemetry,omitempty"`
 }

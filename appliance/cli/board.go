@@ -128,9 +128,12 @@ func runGPUs(c *cli.Context, cl *api.Client) error {
 		return err
 	}
 	return output(c, st, func(w io.Writer) error {
-		if st.Vendor == "none" {
+		switch st.Vendor {
+		case "none":
 			fmt.Fprintf(w, "no GPUs: %s\n", strings.Join(st.Notes, "; "))
-		} else {
+		case "slurm":
+			fmt.Fprintf(w, "runs go to Slurm: %s\n", strings.Join(st.Notes, "; "))
+		default:
 			fmt.Fprintf(w, "%s driver %s\n", st.Vendor, st.Driver)
 		}
 		if st.Profiler != "" {
@@ -148,6 +151,9 @@ func runGPUs(c *cli.Context, cl *api.Client) error {
 // slotRow is one slot's line of `kernelbox gpus`.
 func slotRow(s api.SlotState) string {
 	name, pci, numa, links := "CPU backend", "-", "-", "-"
+	if strings.HasPrefix(s.ID, "slurm:") {
+		name = "Slurm pool"
+	}
 	if s.GPU != nil {
 		name, pci, numa = s.GPU.Name, s.GPU.PCI, strconv.Itoa(s.GPU.NUMANode)
 		if n := len(s.GPU.Links); n > 0 {
@@ -165,6 +171,9 @@ func slotRow(s api.SlotState) string {
 	state := s.State
 	if s.Drained != "" {
 		state += " (" + s.Drained + ")"
+	}
+	if s.Remote != "" {
+		state += " (" + s.Remote + ")"
 	}
 	clocks, now := "-", "-"
 	if s.Clocks != "" {
