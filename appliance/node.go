@@ -183,7 +183,7 @@ func (d *Daemon) nodeSlots(ctx context.Context, job api.NodeJob, slurmGPUs strin
 		return nil, fmt.Errorf("the run wants %s GPUs and this node's config says gpus: none", job.GPUType)
 	}
 	if slurmGPUs == "" {
-		return nil, fmt.Errorf("Slurm gave the job no GPUs (SLURM_JOB_GPUS is empty): give the %s pool its gres", job.GPUType)
+		return nil, fmt.Errorf("no GPUs from Slurm for the job (SLURM_JOB_GPUS is empty): give the %s pool its gres", job.GPUType)
 	}
 	ids, err := gpu.ParseCPUList(slurmGPUs) // the same list syntax: 0,2-3
 	if err != nil {
@@ -195,7 +195,7 @@ func (d *Daemon) nodeSlots(ctx context.Context, job api.NodeJob, slurmGPUs strin
 	for _, id := range ids {
 		s, ok := slotOfIndex(all, id)
 		if !ok {
-			return nil, fmt.Errorf("Slurm gave the job GPU %d, which this node does not have (%d found: %s)", id, len(all), strings.Join(d.inventory.Notes, "; "))
+			return nil, fmt.Errorf("GPU %d, which Slurm gave the job, is not on this node (%d found: %s)", id, len(all), strings.Join(d.inventory.Notes, "; "))
 		}
 		if s.GPUType != job.GPUType {
 			return nil, fmt.Errorf("GPU %d of this node is a %s, and the run is for the %s pool: map this GRES to %s in the coordinator's slurm.pools, or fix gpu_aliases here",
@@ -204,7 +204,7 @@ func (d *Daemon) nodeSlots(ctx context.Context, job api.NodeJob, slurmGPUs strin
 		out = append(out, s)
 	}
 	if len(out) != job.GPUs {
-		return nil, fmt.Errorf("Slurm gave the job %d GPUs (%s) and the run needs %d", len(out), slurmGPUs, job.GPUs)
+		return nil, fmt.Errorf("the job has %d GPUs from Slurm (%s) and the run needs %d", len(out), slurmGPUs, job.GPUs)
 	}
 	return out, nil
 }

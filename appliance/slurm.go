@@ -118,6 +118,14 @@ func (s *slurm) execute(ctx context.Context, g gang, rc *store.RunContext, _ fun
 	defer s.runs.remove(nr)
 	id, err := s.submit(ctx, g, rc, token)
 	if err != nil {
+		// Most often slurmctld is restarting or out of reach: wait a while
+		// before the attempt counts, so that a short outage fails no run.
+		t := time.NewTimer(s.submitBackoff())
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
 		return nil, err
 	}
 	log := s.log.With(logRun, rc.Run.ID, "slurm_job", id)
@@ -140,10 +148,15 @@ func (s *slurm) execute(ctx context.Context, g gang, rc *store.RunContext, _ fun
 		return nil, err
 	}
 	if res.Error != "" {
-		return nil, fmt.Errorf("Slurm job %s: the node could not run it: %s", id, res.Error)
+		return nil, fmt.Errorf("job %s in Slurm: the node could not run it: %s", id, res.Error)
 	}
 	return s.execution(rc.Run.ID, id, res)
 }
+
+// submitBackoff is how long a failed sbatch holds its run before the
+// failure counts as an attempt: five polls (10 s by default), so the
+// queue's three attempts ride out half a minute of Slurm's absence.
+func (s *slurm) submitBackoff() time.Duration { return 5 * s.cfg.Poll }
 
 // nodeJob is the run as the node gets it: everything it needs, the
 // problem's files included, since a node shares no disk with the
@@ -267,7 +280,7 @@ func (s *slurm) wait(ctx context.Context, log *slog.Logger, id string, nr *nodeR
 			return res, nil
 		default:
 		}
-		return api.NodeResult{}, fmt.Errorf("Slurm job %s ended %s on %s without a report (%s)", id, st.state, orNone(st.node), orNone(st.reason))
+		return api.NodeResult{}, fmt.Errorf("job %s in Slurm ended %s on %s without a report (%s)", id, st.state, orNone(st.node), orNone(st.reason))
 	}
 }
 
@@ -382,13 +395,13 @@ type nodeTelemetry struct {
 // records, keeping its profile here.
 func (s *slurm) execution(runID int64, id string, res api.NodeResult) (*execution, error) {
 	if res.Report == nil {
-		return nil, fmt.Errorf("Slurm job %s: the node's report has no result", id)
+		return nil, fmt.Errorf("job %s in Slurm: the node's report has no result", id)
 	}
 	ex := &execution{rep: res.Report, wall: res.Wall, timed: res.Timed, info: res.System}
 	if len(res.Telemetry) > 0 {
 		var t nodeTelemetry
 		if err := json.Unmarshal(res.Telemetry, &t); err != nil {
-			return nil, fmt.Errorf("Slurm job %s: the node's telemetry: %w", id, err)
+			return nil, fmt.Errorf("job %s in Slurm: the node's telemetry: %w", id, err)
 		}
 		ex.before, ex.tel, ex.others, ex.throttled = t.Gate, t.Run, t.Others, t.Throttled
 	}

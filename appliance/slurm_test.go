@@ -252,6 +252,25 @@ func TestSlurm_EndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("doctor checks the pools against the cluster", func(t *testing.T) {
+		cfg := filepath.Join(t.TempDir(), "coordinator.yaml")
+		body := "executor: slurm\nslurm:\n  coordinator: " + td.server + "\n  pools:\n" +
+			"    - {gres: fake, gpu_type: cpu, gpus: 2}\n    - {gres: h100, gpu_type: H100, gpus: 8}\n"
+		if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, _, code := runCLI(t, "doctor", "--config", cfg)
+		if code == 0 || !strings.Contains(out, "✓ Slurm pool cpu") || !strings.Contains(out, "offers gpu:fake:2") ||
+			!strings.Contains(out, "✗ Slurm pool H100") || !strings.Contains(out, "offers gpu:h100") {
+			t.Errorf("doctor on the coordinator = exit %d:\n%s", code, out)
+		}
+		// On the node: the coordinator in reach, and the GRES slurmd reports.
+		out, _, _ = runCLI(t, "doctor", "--coordinator", td.server)
+		if !strings.Contains(out, "✓ coordinator") || !strings.Contains(out, "Type=fake Count=2") {
+			t.Errorf("doctor on the node:\n%s", out)
+		}
+	})
+
 	t.Run("a node without the token is refused", func(t *testing.T) {
 		c, err := api.NewClient(td.server, "not-a-job-token")
 		if err != nil {

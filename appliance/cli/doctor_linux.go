@@ -37,6 +37,10 @@ func runDoctor(c *cli.Context) error {
 	if cfgCheck != nil {
 		checks = append(checks, *cfgCheck)
 	}
+	if cfg.Executor == appliance.ExecutorSlurm && c.String("coordinator") == "" {
+		// A coordinator runs nothing itself: what it needs is Slurm.
+		return printChecks(c, append(checks, coordinatorChecks(c.Context, cfg.Slurm)...))
+	}
 	if os.Geteuid() == 0 {
 		checks = append(checks, sandboxSmokeTest(c))
 	}
@@ -64,7 +68,11 @@ func runDoctor(c *cli.Context) error {
 	if u := c.String("coordinator"); u != "" {
 		checks = append(checks, nodeChecks(c.Context, u)...)
 	}
+	return printChecks(c, checks)
+}
 
+// printChecks writes a line per check, with the fix of each that failed.
+func printChecks(c *cli.Context, checks []sandbox.Check) error {
 	w := c.App.Writer
 	failed := 0
 	for _, ch := range checks {

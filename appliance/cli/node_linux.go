@@ -90,7 +90,10 @@ func nodeChecks(ctx context.Context, coordinator string) []sandbox.Check {
 		var h *api.Health
 		if h, err = c.Health(ctx); err == nil {
 			ch.OK, ch.Info = true, fmt.Sprintf("%s answers: kernelbox %s, %s", coordinator, h.Version, h.Status)
-			if h.Version != version() {
+			dev := func(v string) bool { return v == "dev" || v == "(devel)" || v == "" }
+			if dev(h.Version) || dev(version()) {
+				ch.Info += " (a development build: versions not compared)"
+			} else if h.Version != version() {
 				ch.OK = false
 				ch.Info += fmt.Sprintf("; this node has kernelbox %s", version())
 				ch.Fix = "install the coordinator's version of kernelbox on the node: the node protocol is the coordinator's"
@@ -112,7 +115,7 @@ func nodeChecks(ctx context.Context, coordinator string) []sandbox.Check {
 		var lines []string
 		for _, l := range strings.Split(string(b), "\n") {
 			if i := strings.Index(l, "Gres Name="); i >= 0 {
-				lines = append(lines, strings.Join(strings.Fields(l[i:])[:min(3, len(strings.Fields(l[i:])))], " "))
+				lines = append(lines, strings.Join(strings.Fields(l[i:])[:min(4, len(strings.Fields(l[i:])))], " "))
 			}
 		}
 		gres.Info = "slurmd reports " + strings.Join(lines, "; ")
@@ -121,4 +124,64 @@ func nodeChecks(ctx context.Context, coordinator string) []sandbox.Check {
 		}
 	}
 	return append(out, gres)
+}
+
+// coordinatorChecks are doctor's checks of a coordinator (executor:
+// slurm): Slurm's commands, and a node of the partition offering each
+// pool's GRES, so that a wrong pool is found before its runs fail.
+func coordinatorChecks(ctx context.Context, sc appliance.SlurmConfig) []sandbox.Check {
+	prog := func(name string) string {
+		if sc.Bin != "" {
+			return sc.Bin + "/" + name
+		}
+		return name
+	}
+	cmds := sandbox.Check{Name: "Slurm commands", OK: true, Info: "sbatch, squeue, scancel, sinfo found"}
+	for _, name := range []string{"sbatch", "squeue", "scancel", "sinfo"} {
+		if _, err := exec.LookPath(prog(name)); err != nil {
+			cmds = sandbox.Check{Name: "Slurm commands", Info: fmt.Sprintf("%s: %v", name, err),
+				Fix: "install slurm-client (and the cluster's munge key), or set slurm.bin"}
+			return []sandbox.Check{cmds}
+		}
+	}
+	args := []string{"--noheader", "--format=%G"}
+	where := "the default partition"
+	if sc.Partition != "" {
+		args = append(args, "--partition="+sc.Partition)
+		where = "partition " + sc.Partition
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, prog("sinfo"), args...).CombinedOutput()
+	if err != nil {
+		return []sandbox.Check{cmds, {Name: "Slurm", Info: "sinfo: " + firstLineOf(strings.TrimSpace(string(out))),
+			Fix: "start slurmctld, or check munge and slurm.conf on this machine"}}
+	}
+	checks := []sandbox.Check{cmds}
+	offered := strings.Fields(strings.ReplaceAll(string(out), ",", " "))
+	for _, p := range sc.Pools {
+		ch := sandbox.Check{Name: "Slurm pool " + p.GPUType, OK: true}
+		if p.GRES == "" {
+			ch.Info = "no GRES asked (a CPU pool) in " + where
+			checks = append(checks, ch)
+			continue
+		}
+		want := "gpu:" + p.GRES + ":"
+		found := ""
+		for _, g := range offered {
+			if strings.HasPrefix(g, want) {
+				found = g
+				break
+			}
+		}
+		if found == "" {
+			ch.OK = false
+			ch.Info = fmt.Sprintf("no node of %s offers %s (its nodes offer: %s)", where, strings.TrimSuffix(want, ":"), strings.Join(offered, " "))
+			ch.Fix = "set the pool's gres to a GPU type the cluster's gres.conf names, or the partition that has them"
+		} else {
+			ch.Info = fmt.Sprintf("%s offers %s", where, found)
+		}
+		checks = append(checks, ch)
+	}
+	return checks
 }
