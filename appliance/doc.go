@@ -17,6 +17,10 @@
 //   - runner.go, slots.go, job.go: one dispatcher per GPU type that claims
 //     jobs for gangs of slots, and one job's steps (take the run, execute
 //     it under a heartbeat, judge, record).
+//   - executor.go: how a run is carried out: local (runner.execute on
+//     this box's slots) or slurm (slurm.go: a Slurm job per run, whose
+//     node runs node.go's `kernelbox node run-job` and reports through
+//     nodeapi.go's endpoints with a per-run token).
 //   - launcher.go: the sandboxed harness launcher, built in one place for
 //     the daemon and `kernelbox eval --sandbox`.
 //   - api.go, api_admin.go, profile.go: the HTTP API's handlers, which
