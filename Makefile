@@ -67,7 +67,7 @@ test: setup ## run every test: Go, the Python harness, every problem's fixtures,
 
 slurm/check: setup ## the slurm executor end to end on a real one-node Slurm started here (root: installs and starts munge, slurmctld, slurmd)
 	./.ci/slurm.sh start
-	KERNELBOX_SLURM=1 $(GO) test -count=1 -timeout 15m -run 'TestSlurm' -v ./appliance/ ; rc=$$?; ./.ci/slurm.sh stop; exit $$rc
+	KERNELBOX_SLURM=1 $(GO) test -count=1 -timeout 15m -run 'TestSlurm' -bench 'Slurm_' -benchtime 5x -v ./appliance/ ; rc=$$?; ./.ci/slurm.sh stop; exit $$rc
 
 test/short: ## the fast tests only (no Python, no fixtures)
 	$(GO) test -short ./...

@@ -116,7 +116,13 @@ func (s *slurm) execute(ctx context.Context, g gang, rc *store.RunContext, _ fun
 	token := hex.EncodeToString(b[:])
 	nr := s.runs.add(job, token)
 	defer s.runs.remove(nr)
-	id, err := s.submit(ctx, g, rc, token)
+	// sbatch is not interrupted: a job it submitted must be known here to
+	// be cancelled (slurmCmd bounds it to a minute).
+	id, err := s.submit(context.WithoutCancel(ctx), g, rc, token)
+	if err == nil && ctx.Err() != nil {
+		s.cancel(s.log.With(logRun, rc.Run.ID, "slurm_job", id), id)
+		return nil, ctx.Err()
+	}
 	if err != nil {
 		// Most often slurmctld is restarting or out of reach: wait a while
 		// before the attempt counts, so that a short outage fails no run.

@@ -24,7 +24,7 @@ import (
 const EnvSlurm = "KERNELBOX_SLURM"
 
 // requireSlurm skips unless a throwaway Slurm answers here.
-func requireSlurm(t *testing.T) {
+func requireSlurm(t testing.TB) {
 	t.Helper()
 	if os.Getenv(EnvSlurm) != "1" {
 		t.Skip("needs a throwaway one-node Slurm: make slurm/check starts one (.ci/slurm.sh) and sets " + EnvSlurm + "=1")
@@ -36,7 +36,7 @@ func requireSlurm(t *testing.T) {
 
 // freeAddr is a 127.0.0.1 port nothing listens on now: the coordinator's
 // URL must be in its config before it listens.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -49,7 +49,7 @@ func freeAddr(t *testing.T) string {
 // startCoordinator is a daemon with the slurm executor over the test
 // cluster's pool of two fake GPUs, served by the CPU backend on the node:
 // its node side is this test binary running the real command line.
-func startCoordinator(t *testing.T) *testDaemon {
+func startCoordinator(t testing.TB) *testDaemon {
 	t.Helper()
 	requireSlurm(t)
 	it := testutil.RequireTorch(t)
@@ -80,7 +80,7 @@ func startCoordinator(t *testing.T) *testDaemon {
 	})
 }
 
-func dumpJobOutputs(t *testing.T, dir string) {
+func dumpJobOutputs(t testing.TB, dir string) {
 	if !t.Failed() {
 		return
 	}
@@ -296,4 +296,41 @@ func killNode(t *testing.T) {
 	_ = exec.Command("kill", "-9", strings.TrimSpace(string(pid))).Run()
 	_ = exec.Command("pkill", "-9", "-x", "slurmstepd").Run()
 	_ = exec.Command("pkill", "-9", "-f", "node run-job").Run()
+}
+
+// BenchmarkSlurm_Overhead is what the slurm executor adds to a run: the
+// quick problem's correct solution in test mode through a coordinator
+// and the one-node Slurm, against the same through a daemon with the
+// local executor, alternated in one run. Slurm's scheduling (a job starts
+// 0.5-3 s after sbatch) and the node side's start are the difference.
+func BenchmarkSlurm_Overhead(b *testing.B) {
+	coord := startCoordinator(b)
+	coord.loadQuick()
+	local := startDaemon(b, b.TempDir(), func(c *Config) { c.CPUSlots = 1 })
+	local.loadQuick()
+	code, err := os.ReadFile(quickSolution("correct/double.py"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := b.Context()
+	one := func(td *testDaemon) time.Duration {
+		begin := time.Now()
+		sub, err := td.admin.Submit(ctx, api.SubmitRequest{Code: code, FileName: "double.py", Mode: "test"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if v, err := td.admin.Wait(ctx, sub.ID, nil); err != nil || !v.Passed {
+			b.Fatalf("%+v, %v", v, err)
+		}
+		return time.Since(begin)
+	}
+	var viaLocal, viaSlurm time.Duration
+	for range b.N {
+		viaLocal += one(local)
+		viaSlurm += one(coord)
+	}
+	n := float64(b.N)
+	b.ReportMetric(viaLocal.Seconds()/n, "local-s/op")
+	b.ReportMetric(viaSlurm.Seconds()/n, "slurm-s/op")
+	b.ReportMetric(viaSlurm.Seconds()/viaLocal.Seconds(), "x-vs-local")
 }
