@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,11 +48,13 @@ func RunNodeJob(ctx context.Context, cfg Config, o NodeOptions, log *slog.Logger
 		return err
 	}
 	defer c.Close()
-	job, err := c.NodeJob(ctx, o.Run)
+	fetchCtx, cancel := context.WithTimeout(ctx, time.Minute) // a coordinator that hangs must not hold the GPUs
+	job, err := c.NodeJob(fetchCtx, o.Run)
+	cancel()
 	if err != nil {
 		return fmt.Errorf("fetch run %d from %s: %w", o.Run, o.Coordinator, err)
 	}
-	log = log.With(logRun, o.Run, "slurm_job", o.SlurmJob)
+	log = log.With(logRun, o.Run, logSlurmJob, o.SlurmJob)
 	var reportErr error
 	reported := false
 	report := func(res api.NodeResult) {
@@ -78,21 +81,40 @@ func RunNodeJob(ctx context.Context, cfg Config, o NodeOptions, log *slog.Logger
 }
 
 // sendResult reports a run's end; the coordinator may be restarting, so a
-// report is worth a few tries.
+// report is worth a few tries (1+2+3+4 s apart). A report the coordinator
+// already has (its answer lost) is done; one too large for it goes again
+// without its Nsight Compute report, which the summary then says.
 func sendResult(ctx context.Context, c *api.Client, run int64, res api.NodeResult, log *slog.Logger) error {
 	var err error
 	for try := 1; ; try++ {
-		err = c.NodeResult(ctx, run, res)
-		if err == nil || try == 5 || api.ErrorCode(err) == api.CodeUnauthorized || ctx.Err() != nil {
-			break
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+		err = c.NodeResult(rctx, run, res)
+		cancel()
+		code := api.ErrorCode(err)
+		switch {
+		case err == nil:
+			log.Info("reported", "passed", res.Report != nil && res.Report.Passed, "error", res.Error)
+			return nil
+		case code == api.CodeConflict:
+			log.Info("the coordinator had the report already")
+			return nil
+		case code == api.CodeTooLarge && len(res.Profile) > 0:
+			log.Warn("the report is too large for the coordinator: sending it without the Nsight Compute report", "bytes", len(res.Profile), "err", err)
+			if res.Report != nil && res.Report.Profile != nil {
+				res.Report.Profile.Summary += fmt.Sprintf("\n(the report, %d bytes, was over the coordinator's limit and was not kept)\n", len(res.Profile))
+			}
+			res.Profile = nil
+			continue
+		case try == 5 || code == api.CodeUnauthorized || code == api.CodeInvalid || code == api.CodeTooLarge || ctx.Err() != nil:
+			return err
 		}
 		log.Warn("report to the coordinator", "try", try, "err", err)
-		time.Sleep(time.Duration(try) * time.Second)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(try) * time.Second):
+		}
 	}
-	if err == nil {
-		log.Info("reported", "passed", res.Report != nil && res.Report.Passed, "error", res.Error)
-	}
-	return err
 }
 
 // runOnNode runs the job here, in a directory of its own under the data
@@ -106,9 +128,10 @@ func runOnNode(ctx context.Context, cfg Config, o NodeOptions, job api.NodeJob, 
 	report func(api.NodeResult)) (unwell []string, err error) {
 	begin := time.Now()
 	key := o.SlurmJob
-	if key == "" {
-		key = fmt.Sprintf("run%d-%d", job.Run, os.Getpid())
+	if _, err := strconv.ParseUint(key, 10, 64); err != nil {
+		key = fmt.Sprintf("run%d-%d", job.Run, os.Getpid()) // run by hand, not by Slurm
 	}
+	sweepNodeJobs(filepath.Join(cfg.DataDir, "node"), log)
 	ncfg := cfg
 	ncfg.DataDir = filepath.Join(cfg.DataDir, "node", "job-"+key)
 	ncfg.CgroupParent = cfg.CgroupParent + "-job-" + key
@@ -171,9 +194,12 @@ func runOnNode(ctx context.Context, cfg Config, o NodeOptions, job api.NodeJob, 
 }
 
 // nodeSlots are the slots of the GPUs Slurm gave the job (SLURM_JOB_GPUS,
-// the node's GPU indices), or CPU slots for a CPU pool's job. A GPU of
-// another type than the job's pool is refused: a leaderboard never mixes
-// times from two kinds of GPU.
+// the node's GPU indices), or CPU slots for a CPU pool's job. A ranked
+// run's job has the node to itself (--exclusive), and Slurm then gives it
+// every GPU of the node: the run takes as many as it needs of the pool's
+// type, picked as the box picks a gang (shared links first). A job whose
+// GPUs are of another type is refused: a leaderboard never mixes times
+// from two kinds of GPU.
 func (d *Daemon) nodeSlots(ctx context.Context, job api.NodeJob, slurmGPUs string) ([]Slot, error) {
 	cpus := allowedCPUs()
 	if job.GPUType == "cpu" {
@@ -191,22 +217,27 @@ func (d *Daemon) nodeSlots(ctx context.Context, job api.NodeJob, slurmGPUs strin
 	}
 	d.inventory = gpu.Discover(ctx, gpu.Options{NVML: d.nvml, Root: d.gpuRoot, Aliases: d.cfg.GPUAliases})
 	all := gpuSlots(d.inventory, cpus)
-	var out []Slot
+	var mine []Slot
+	var others []string
 	for _, id := range ids {
 		s, ok := slotOfIndex(all, id)
 		if !ok {
 			return nil, fmt.Errorf("GPU %d, which Slurm gave the job, is not on this node (%d found: %s)", id, len(all), strings.Join(d.inventory.Notes, "; "))
 		}
 		if s.GPUType != job.GPUType {
-			return nil, fmt.Errorf("GPU %d of this node is a %s, and the run is for the %s pool: map this GRES to %s in the coordinator's slurm.pools, or fix gpu_aliases here",
-				id, s.GPUType, job.GPUType, s.GPUType)
+			others = append(others, fmt.Sprintf("GPU %d is a %s", id, s.GPUType))
+			continue
 		}
-		out = append(out, s)
+		mine = append(mine, s)
 	}
-	if len(out) != job.GPUs {
-		return nil, fmt.Errorf("the job has %d GPUs from Slurm (%s) and the run needs %d", len(out), slurmGPUs, job.GPUs)
+	if len(mine) < job.GPUs {
+		why := fmt.Sprintf("the job has %d %s GPUs from Slurm (%s) and the run needs %d", len(mine), job.GPUType, slurmGPUs, job.GPUs)
+		if len(others) > 0 {
+			why += "; " + strings.Join(others, ", ") + ": map this GRES to that type in the coordinator's slurm.pools, or fix gpu_aliases here"
+		}
+		return nil, errors.New(why)
 	}
-	return out, nil
+	return pickGang(mine, job.GPUs), nil
 }
 
 // slotOfIndex finds Slurm's GPU index among the slots: Slurm counts the
@@ -294,6 +325,8 @@ func nodeRunContext(job api.NodeJob) *store.RunContext {
 // the submitter's live view.
 func nodeEvents(c *api.Client, run int64) func(context.Context, int64, api.Payload) error {
 	return func(ctx context.Context, _ int64, p api.Payload) error {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
 		switch ev := p.(type) {
 		case api.RunTest:
 			return c.NodeEvent(ctx, run, api.NodeEvent{Test: &ev})
@@ -392,5 +425,30 @@ func keepPython(file, configured string, it *problems.Interpreter, log *slog.Log
 	}
 	if err != nil {
 		log.Warn("keep the Python probe", "err", err)
+	}
+}
+
+// nodeJobAge is how old a job's directory must be before a later job
+// removes it: one killed outright (SIGKILL after Slurm's KillWait, or the
+// node's power) could not remove its own. Longer than any job runs.
+const nodeJobAge = 24 * time.Hour
+
+// sweepNodeJobs removes the directories and cgroups of jobs that ended
+// without removing them.
+func sweepNodeJobs(dir string, log *slog.Logger) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "job-") || err != nil || time.Since(info.ModTime()) < nodeJobAge {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			log.Warn("remove an old job's directory", "dir", e.Name(), "err", err)
+			continue
+		}
+		log.Info("removed the directory of a job that could not", "dir", e.Name())
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"kernelbox/appliance/api"
+	"kernelbox/gpu/gputest"
 	"kernelbox/problems"
 )
 
@@ -130,5 +131,47 @@ func TestCachedPython(t *testing.T) {
 	}
 	if got := cachedPython(file, exe); got != nil {
 		t.Errorf("a probe two hours old: %+v, want nil", got)
+	}
+}
+
+// The GPUs a node's run takes from what Slurm gave its job: a ranked
+// run's job (--exclusive) gets every GPU of the node, and the run takes
+// only as many as it needs; GPUs of another type than the pool's are
+// never taken.
+func TestNodeSlots(t *testing.T) {
+	t.Parallel()
+	cfg := DefaultConfig()
+	cfg.GPUs = "auto"
+	d := NewDaemon(cfg, testLogger(t))
+	d.nvml = &gputest.NVML{Driver: "580.0", GPUs: []gputest.GPU{
+		{Name: "NVIDIA H200", UUID: "GPU-aaaa", Minor: 0, PCI: "00000000:00:06.0", NUMA: -1},
+		{Name: "NVIDIA H200", UUID: "GPU-bbbb", Minor: 1, PCI: "00000000:00:07.0", NUMA: -1},
+	}}
+	d.gpuRoot = filepath.Join("..", "gpu", "testdata", "nvidia")
+	for _, tc := range []struct {
+		slurm, gpuType string
+		gpus           int
+		want           string // the slots' ids, or the error's words
+	}{
+		{"0", "H200", 1, "GPU-aaaa"},
+		{"1", "H200", 1, "GPU-bbbb"},
+		{"0,1", "H200", 1, "GPU-aaaa"}, // --exclusive: both given, one taken
+		{"0-1", "H200", 2, "GPU-aaaa+GPU-bbbb"},
+		{"0", "H200", 2, "the run needs 2"},
+		{"0-1", "H100", 1, "GPU 0 is a H200, GPU 1 is a H200: map this GRES"},
+		{"", "H200", 1, "SLURM_JOB_GPUS is empty"},
+		{"7", "H200", 1, "GPU 7, which Slurm gave the job, is not on this node"},
+		{"x", "H200", 1, `SLURM_JOB_GPUS "x"`},
+	} {
+		slots, err := d.nodeSlots(t.Context(), api.NodeJob{GPUType: tc.gpuType, GPUs: tc.gpus}, tc.slurm)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		} else {
+			got = gang(slots).ids()
+		}
+		if !strings.Contains(got, tc.want) || (err == nil) != !strings.Contains(tc.want, " ") {
+			t.Errorf("nodeSlots(%q, %s x%d) = %q, want %q", tc.slurm, tc.gpuType, tc.gpus, got, tc.want)
+		}
 	}
 }
