@@ -3,6 +3,7 @@ package appliance
 import (
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -134,6 +135,9 @@ func (a *API) nodeResult(w http.ResponseWriter, r *http.Request) error {
 func decodeNodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
 	if err := dec.Decode(v); err != nil {
+		if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
+			return api.Errorf(api.CodeTooLarge, "the node's report is over this coordinator's %d bytes (profiler.max_report sets it)", tooBig.Limit)
+		}
 		return api.Errorf(api.CodeInvalid, "the node's report is not the JSON expected: %v", err)
 	}
 	return nil

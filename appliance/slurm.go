@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -34,6 +34,9 @@ import (
 // the coordinator's boot and the run, so that a restarted coordinator
 // finds an earlier boot's jobs and cancels them.
 const slurmJobName = "kernelbox"
+
+// logSlurmJob is the log key (and system-info key) of a Slurm job id.
+const logSlurmJob = "slurm_job"
 
 // startCoordinator is Start for the slurm executor: no sandbox, Python or
 // GPU here, only the pools' slots, whose runs go to Slurm.
@@ -120,7 +123,7 @@ func (s *slurm) execute(ctx context.Context, g gang, rc *store.RunContext, _ fun
 	// be cancelled (slurmCmd bounds it to a minute).
 	id, err := s.submit(context.WithoutCancel(ctx), g, rc, token)
 	if err == nil && ctx.Err() != nil {
-		s.cancel(s.log.With(logRun, rc.Run.ID, "slurm_job", id), id)
+		s.cancel(s.log.With(logRun, rc.Run.ID, logSlurmJob, id), id)
 		return nil, ctx.Err()
 	}
 	if err != nil {
@@ -134,7 +137,7 @@ func (s *slurm) execute(ctx context.Context, g gang, rc *store.RunContext, _ fun
 		}
 		return nil, err
 	}
-	log := s.log.With(logRun, rc.Run.ID, "slurm_job", id)
+	log := s.log.With(logRun, rc.Run.ID, logSlurmJob, id)
 	log.Info("submitted to Slurm", "gpu", g[0].GPUType, "gpus", len(g))
 	s.tell(g, "Slurm job "+id+" submitted")
 	defer s.tell(g, "")
@@ -148,9 +151,7 @@ func (s *slurm) execute(ctx context.Context, g gang, rc *store.RunContext, _ fun
 		s.tell(g, where)
 	})
 	if err != nil {
-		if ctx.Err() != nil {
-			s.cancel(log, id)
-		}
+		s.cancel(log, id) // cancelled, shut down or stuck; an ended job ignores it
 		return nil, err
 	}
 	if res.Error != "" {
@@ -201,7 +202,7 @@ func (s *slurm) submit(ctx context.Context, g gang, rc *store.RunContext, token 
 	if !ok {
 		return "", fmt.Errorf("no Slurm pool for GPU type %s", g[0].GPUType)
 	}
-	args := []string{"--parsable", "--job-name=" + slurmJobName, fmt.Sprintf("--comment=kernelbox:%s:%d", s.boot, rc.Run.ID),
+	args := []string{"--parsable", "--job-name=" + slurmJobName, fmt.Sprintf("--comment=%s%s:%d", s.commentPrefix(), s.boot, rc.Run.ID),
 		"--nodes=1", "--ntasks=1", "--no-requeue", "--chdir=/", "--output=" + s.cfg.Output,
 		fmt.Sprintf("--time=%d", int(s.cfg.TimeLimit.Round(time.Minute)/time.Minute))}
 	if s.cfg.Partition != "" {
@@ -218,7 +219,7 @@ func (s *slurm) submit(ctx context.Context, g gang, rc *store.RunContext, token 
 	args = append(args, s.cfg.Args...)
 	out, err := s.slurmCmd(ctx, "sbatch", bytes.NewReader(s.script(rc.Run.ID, token)), args...)
 	if err != nil {
-		return "", fmt.Errorf("sbatch run %d: %w", rc.Run.ID, err)
+		return "", fmt.Errorf("submit run %d: %w", rc.Run.ID, err)
 	}
 	id, _, _ := strings.Cut(strings.TrimSpace(out), ";") // "id;cluster" on a federation
 	if _, err := strconv.ParseUint(id, 10, 64); err != nil {
@@ -228,16 +229,19 @@ func (s *slurm) submit(ctx context.Context, g gang, rc *store.RunContext, token 
 }
 
 // script is the batch script: the node side with a clean environment,
-// given only the token and what Slurm says of the job's GPUs.
+// given what Slurm says of the job's GPUs. The token reaches it on file
+// descriptor 3 (a here-document): never in an argument, where any user
+// of the node could read it in /proc, and not in the environment.
 func (s *slurm) script(runID int64, token string) []byte {
 	var b strings.Builder
-	b.WriteString("#!/bin/sh\n# kernelbox: one run, reported to the coordinator\nexec env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \\\n")
-	fmt.Fprintf(&b, "  KERNELBOX_JOB_TOKEN=%s \\\n", token)
+	b.WriteString("#!/bin/sh\n# kernelbox: one run, reported to the coordinator\n")
+	fmt.Fprintf(&b, "exec 3<<'KERNELBOX_TOKEN'\n%s\nKERNELBOX_TOKEN\n", token)
+	b.WriteString("exec env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \\\n")
 	for _, v := range []string{"SLURM_JOB_ID", "SLURM_JOB_GPUS", "SLURMD_NODENAME", "CUDA_VISIBLE_DEVICES"} {
 		fmt.Fprintf(&b, "  %s=\"$%s\" \\\n", v, v)
 	}
 	argv := append(append([]string{}, s.cfg.Command...), "node", "run-job", "--coordinator", s.cfg.Coordinator,
-		"--run", strconv.FormatInt(runID, 10))
+		"--run", strconv.FormatInt(runID, 10), "--token-fd", "3")
 	if s.cfg.NodeConfig != "" {
 		argv = append(argv, "--config", s.cfg.NodeConfig)
 	}
@@ -258,6 +262,7 @@ func (s *slurm) wait(ctx context.Context, log *slog.Logger, id string, nr *nodeR
 	t := time.NewTicker(s.cfg.Poll)
 	defer t.Stop()
 	var last slurmJob
+	failures := 0
 	for {
 		select {
 		case res := <-nr.result:
@@ -268,17 +273,21 @@ func (s *slurm) wait(ctx context.Context, log *slog.Logger, id string, nr *nodeR
 		}
 		st, err := s.jobState(ctx, id)
 		if err != nil {
-			if ctx.Err() == nil {
-				log.Warn("ask Slurm about the job", "err", err)
+			// Slurm may be restarting; the job may well be running on. Say
+			// so once a minute or so, not every poll.
+			if failures%30 == 0 && ctx.Err() == nil {
+				log.Warn("ask Slurm about the job", "err", err, "tries", failures+1)
 			}
+			failures++
 			continue
 		}
+		failures = 0
 		if st != last {
 			log.Info("Slurm job", "state", st.state, "reason", st.reason, "node", st.node)
 			last = st
 			seen(st)
 		}
-		if !st.ended() {
+		if st.alive() {
 			continue
 		}
 		select { // the report comes before the job ends: the node waits for its answer
@@ -286,7 +295,11 @@ func (s *slurm) wait(ctx context.Context, log *slog.Logger, id string, nr *nodeR
 			return res, nil
 		default:
 		}
-		return api.NodeResult{}, fmt.Errorf("job %s in Slurm ended %s on %s without a report (%s)", id, st.state, orNone(st.node), orNone(st.reason))
+		if st.stuck() {
+			return api.NodeResult{}, fmt.Errorf("job %s in Slurm is %s (%s) and would not go on by itself: given up", id, st.state, st.reason)
+		}
+		return api.NodeResult{}, fmt.Errorf("job %s in Slurm ended %s on %s without a report (%s; the node's own words are in slurm.output there)",
+			id, st.state, orNone(st.node), orNone(st.reason))
 	}
 }
 
@@ -300,15 +313,37 @@ func orNone(s string) string {
 // slurmJob is what squeue says of a job.
 type slurmJob struct{ state, reason, node string }
 
-// ended says whether the job will do no more; a job Slurm no longer
-// knows (its record outlived MinJobAge) has ended too.
-func (j slurmJob) ended() bool {
+// alive says whether the job is on its way: waiting for resources or a
+// scheduler pass, starting, running or ending. Anything else ends the
+// attempt: the job ended (COMPLETED without a report, FAILED, NODE_FAIL,
+// PREEMPTED, TIMEOUT, CANCELLED by someone else, or gone from Slurm), or
+// it waits for what will not come by itself (stuck).
+func (j slurmJob) alive() bool {
 	switch j.state {
-	case "PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED",
-		"RESIZING", "SIGNALING", "STAGE_OUT", "RESV_DEL_HOLD", "STOPPED", "SPECIAL_EXIT":
-		return false
+	case "PENDING":
+		return !j.stuck()
+	case "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED", "RESIZING", "SIGNALING", "STAGE_OUT", "REQUEUE_FED":
+		return true
 	}
-	return true
+	return false
+}
+
+// stuck says whether a job still in Slurm waits for an operator (a hold,
+// a suspension: a timed run must not be stopped midway) or for what its
+// request can never get.
+func (j slurmJob) stuck() bool {
+	switch j.state {
+	case "SUSPENDED", "STOPPED", "REQUEUE_HOLD", "RESV_DEL_HOLD", "SPECIAL_EXIT":
+		return true
+	case "PENDING":
+		switch j.reason {
+		case "JobHeldAdmin", "JobHeldUser", "BadConstraints", "PartitionTimeLimit", "PartitionNodeLimit",
+			"DependencyNeverSatisfied", "InvalidAccount", "InvalidQOS":
+			return true
+		}
+		return strings.HasSuffix(j.reason, "MaxWallDurationPerJobLimit")
+	}
+	return false
 }
 
 func (s *slurm) jobState(ctx context.Context, id string) (slurmJob, error) {
@@ -336,10 +371,21 @@ func (s *slurm) cancel(log *slog.Logger, id string) {
 	ctx, stop := context.WithTimeout(context.Background(), 30*time.Second)
 	defer stop()
 	if _, err := s.slurmCmd(ctx, "scancel", nil, id); err != nil {
-		log.Warn("scancel", "err", err)
+		if !strings.Contains(err.Error(), "already") && !strings.Contains(err.Error(), "Invalid job id") {
+			log.Warn("scancel", "err", err)
+		}
 		return
 	}
 	log.Info("cancelled in Slurm")
+}
+
+// commentPrefix starts every job's comment: kernelbox and this
+// coordinator (its URL's hash), so that two coordinators submitting as
+// one user (a staging box beside the contest's) never cancel each
+// other's jobs; the boot and the run follow.
+func (s *slurm) commentPrefix() string {
+	sum := sha256.Sum256([]byte(s.cfg.Coordinator))
+	return "kernelbox:" + hex.EncodeToString(sum[:4]) + ":"
 }
 
 // cancelOrphans cancels the jobs an earlier boot of this coordinator left
@@ -352,7 +398,7 @@ func (s *slurm) cancelOrphans(ctx context.Context) error {
 	var stale []string
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		id, comment, ok := strings.Cut(line, "|")
-		if ok && strings.HasPrefix(comment, "kernelbox:") && !strings.HasPrefix(comment, "kernelbox:"+s.boot+":") {
+		if ok && strings.HasPrefix(comment, s.commentPrefix()) && !strings.HasPrefix(comment, s.commentPrefix()+s.boot+":") {
 			stale = append(stale, id)
 		}
 	}
@@ -380,11 +426,13 @@ func (s *slurm) slurmCmd(ctx context.Context, name string, stdin *bytes.Reader, 
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(errOut.String())
-		if msg == "" {
-			msg = err.Error()
+		if msg := strings.TrimSpace(errOut.String()); msg != "" {
+			return out.String(), fmt.Errorf("%s: %s (%w)", name, msg, err)
 		}
-		return out.String(), errors.New(msg)
+		if ctx.Err() != nil {
+			return out.String(), fmt.Errorf("%s: no answer within a minute: %w", name, err)
+		}
+		return out.String(), fmt.Errorf("%s: %w", name, err)
 	}
 	return out.String(), nil
 }
@@ -414,9 +462,10 @@ func (s *slurm) execution(runID int64, id string, res api.NodeResult) (*executio
 	if ex.info == nil {
 		ex.info = map[string]any{}
 	}
-
-	ex.info["slurm_job"] = id
-	if len(res.Profile) > 0 && int64(len(res.Profile)) <= s.maxReport {
+	ex.info[logSlurmJob] = id
+	if int64(len(res.Profile)) > s.maxReport {
+		s.log.Warn("a node's Nsight Compute report is over profiler.max_report: not kept", logRun, runID, logSlurmJob, id, "bytes", len(res.Profile))
+	} else if len(res.Profile) > 0 {
 		if err := os.MkdirAll(s.profilesDir, 0o700); err != nil {
 			return nil, err
 		}

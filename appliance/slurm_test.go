@@ -211,6 +211,19 @@ func TestSlurm_EndToEnd(t *testing.T) {
 			}
 			return false
 		})
+		// While it is out, only its own job token reaches it.
+		for _, token := range []string{"", "not-its-token", td.token} {
+			forger, err := api.NewClient(td.server, token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := forger.NodeResult(ctx, run.ID, api.NodeResult{Error: "forged"}); api.ErrorCode(err) != api.CodeUnauthorized {
+				t.Errorf("NodeResult for the running run with token %q = %v, want unauthorized", token, err)
+			}
+			if _, err := forger.NodeJob(ctx, run.ID); api.ErrorCode(err) != api.CodeUnauthorized {
+				t.Errorf("NodeJob of the running run with token %q = %v, want unauthorized", token, err)
+			}
+		}
 		if _, err := c.Cancel(ctx, sub.ID); err != nil {
 			t.Fatalf("Cancel: %v", err)
 		}

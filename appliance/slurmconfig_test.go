@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -93,10 +94,31 @@ func TestSlurm_Script(t *testing.T) {
 	cfg.Slurm.NodeConfig = "/etc/kernelbox/node.yaml"
 	s := newSlurm(cfg, "boot1", func(*store.Leaderboard) (*problems.Task, error) { return nil, nil }, testLogger(t))
 	got := string(s.script(42, "tok3n"))
-	for _, want := range []string{"#!/bin/sh\n", "exec env -i PATH=", "KERNELBOX_JOB_TOKEN=tok3n", `SLURM_JOB_GPUS="$SLURM_JOB_GPUS"`,
-		`'/opt/kernel box/kernelbox' '--it'\''s' 'node' 'run-job' '--coordinator' 'http://coord:8470' '--run' '42' '--config' '/etc/kernelbox/node.yaml'`} {
+	for _, want := range []string{"#!/bin/sh\n", "exec 3<<'KERNELBOX_TOKEN'\ntok3n\nKERNELBOX_TOKEN\n", "exec env -i PATH=", `SLURM_JOB_GPUS="$SLURM_JOB_GPUS"`,
+		`'/opt/kernel box/kernelbox' '--it'\''s' 'node' 'run-job' '--coordinator' 'http://coord:8470' '--run' '42' '--token-fd' '3' '--config' '/etc/kernelbox/node.yaml'`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("script lacks %q:\n%s", want, got)
 		}
+	}
+	// The token is on no command line: only in the here-document's line.
+	for _, line := range strings.Split(got, "\n") {
+		if strings.Contains(line, "tok3n") && line != "tok3n" {
+			t.Errorf("the token shows in %q", line)
+		}
+	}
+	// And the script does hand it over: run it with a stand-in command.
+	dir := t.TempDir()
+	cfg.Slurm.Command = []string{"/bin/sh", "-c", `read -r tok <&3; echo "token=$tok args=$*" > ` + filepath.Join(dir, "got"), "sh"}
+	cfg.Slurm.NodeConfig = ""
+	s = newSlurm(cfg, "boot1", func(*store.Leaderboard) (*problems.Task, error) { return nil, nil }, testLogger(t))
+	script := filepath.Join(dir, "job.sh")
+	if err := os.WriteFile(script, s.script(7, "tok3n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("/bin/sh", script).CombinedOutput(); err != nil {
+		t.Fatalf("the script: %v: %s", err, out)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "got")); err != nil || !strings.HasPrefix(string(b), "token=tok3n args=node run-job --coordinator http://coord:8470 --run 7 --token-fd 3") {
+		t.Errorf("the command got %q, %v", b, err)
 	}
 }

@@ -5,6 +5,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -19,9 +20,9 @@ import (
 	"kernelbox/sandbox"
 )
 
-// EnvJobToken carries a run's job token to `kernelbox node run-job`: the
-// coordinator's batch script sets it, so that it shows in no process's
-// arguments.
+// EnvJobToken may carry a run's job token to `kernelbox node run-job` run
+// by hand; the coordinator's batch script passes it on a file descriptor
+// (--token-fd), so that it shows in no process's arguments or environment.
 const EnvJobToken = "KERNELBOX_JOB_TOKEN"
 
 func nodeCommand() *cli.Command {
@@ -31,12 +32,13 @@ func nodeCommand() *cli.Command {
 		Subcommands: []*cli.Command{{
 			Name:  "run-job",
 			Usage: "run one run the coordinator handed to Slurm, and report it (a Slurm job runs this)",
-			Description: "The run's job token comes in " + EnvJobToken + ". The node's own config file (--config,\n" +
+			Description: "The run's job token comes on --token-fd (or in " + EnvJobToken + "). The node's own config file (--config,\n" +
 				"or " + defaultConfigFile + " when it exists) gives its sandbox, Python and measurement.",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "coordinator", Required: true, Usage: "the coordinator's API, like http://kernelbox.cluster:8470"},
 				&cli.Int64Flag{Name: "run", Required: true, Usage: "the run to carry out"},
 				&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "this node's config file"},
+				&cli.IntFlag{Name: "token-fd", Value: -1, Usage: "read the job token from this open file descriptor (the batch script's way) instead of " + EnvJobToken},
 			},
 			Action: runNodeJob,
 		}},
@@ -44,9 +46,9 @@ func nodeCommand() *cli.Command {
 }
 
 func runNodeJob(c *cli.Context) error {
-	token := os.Getenv(EnvJobToken)
-	if token == "" {
-		return usageError("node run-job: no job token in %s: the coordinator's batch script sets it", EnvJobToken)
+	token, err := jobToken(c.Int("token-fd"))
+	if err != nil {
+		return usageError("node run-job: %v", err)
 	}
 	cfg, err := nodeConfig(c.String("config"))
 	if err != nil {
@@ -63,6 +65,33 @@ func runNodeJob(c *cli.Context) error {
 		return &ExitError{Code: api.ExitServer, Err: fmt.Errorf("node run-job: %w", err)}
 	}
 	return nil
+}
+
+// jobToken reads the run's job token from fd (the batch script's
+// here-document), or else from the environment, which it then clears so
+// that no child process inherits it.
+func jobToken(fd int) (string, error) {
+	if fd >= 0 {
+		f := os.NewFile(uintptr(fd), "job token")
+		if f == nil {
+			return "", fmt.Errorf("--token-fd %d is not an open file", fd)
+		}
+		defer f.Close()
+		b, err := io.ReadAll(io.LimitReader(f, 4096))
+		if err != nil {
+			return "", fmt.Errorf("read the job token from fd %d: %w", fd, err)
+		}
+		if t := strings.TrimSpace(string(b)); t != "" {
+			return t, nil
+		}
+		return "", fmt.Errorf("fd %d holds no job token", fd)
+	}
+	t := os.Getenv(EnvJobToken)
+	os.Unsetenv(EnvJobToken)
+	if t == "" {
+		return "", fmt.Errorf("no job token: the coordinator's batch script passes it with --token-fd, or set %s", EnvJobToken)
+	}
+	return t, nil
 }
 
 // nodeConfig is the node's config: the file given, else the package's
