@@ -14,10 +14,13 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"kernelbox/appliance/api"
 	"kernelbox/appliance/store"
 	"kernelbox/gpu"
 	"kernelbox/problems"
+	"kernelbox/sandbox"
 )
 
 // The node side of the slurm executor: `kernelbox node run-job`, which a
@@ -131,7 +134,7 @@ func runOnNode(ctx context.Context, cfg Config, o NodeOptions, job api.NodeJob, 
 	if _, err := strconv.ParseUint(key, 10, 64); err != nil {
 		key = fmt.Sprintf("run%d-%d", job.Run, os.Getpid()) // run by hand, not by Slurm
 	}
-	sweepNodeJobs(filepath.Join(cfg.DataDir, "node"), log)
+	sweepNodeJobs(cfg, filepath.Join(cfg.DataDir, "node"), log)
 	ncfg := cfg
 	ncfg.DataDir = filepath.Join(cfg.DataDir, "node", "job-"+key)
 	ncfg.CgroupParent = cfg.CgroupParent + "-job-" + key
@@ -140,6 +143,10 @@ func runOnNode(ctx context.Context, cfg Config, o NodeOptions, job api.NodeJob, 
 	}
 	defer os.RemoveAll(ncfg.DataDir)
 	d := NewDaemon(ncfg, log)
+	// Held while the job lives: another job's sweep leaves it alone.
+	if d.lock, err = lockDataDir(ncfg.DataDir); err != nil {
+		return nil, err
+	}
 	defer removeCgroup(ncfg.CgroupParent)
 	defer d.closeAll()
 	probes := filepath.Join(cfg.DataDir, "node", "python.json")
@@ -428,27 +435,43 @@ func keepPython(file, configured string, it *problems.Interpreter, log *slog.Log
 	}
 }
 
-// nodeJobAge is how old a job's directory must be before a later job
-// removes it: one killed outright (SIGKILL after Slurm's KillWait, or the
-// node's power) could not remove its own. Longer than any job runs.
-const nodeJobAge = 24 * time.Hour
-
-// sweepNodeJobs removes the directories and cgroups of jobs that ended
-// without removing them.
-func sweepNodeJobs(dir string, log *slog.Logger) {
+// sweepNodeJobs cleans up after the node's jobs that ended without
+// doing it themselves (killed outright: SIGKILL after Slurm's KillWait, a
+// node that lost power): their sandboxes, still running or mounted, their
+// cgroups and their directories. A job holds its directory's lock while
+// it lives, so a directory whose lock is free is a dead job's; one made
+// in the last seconds may not hold its lock yet, and waits for the next.
+func sweepNodeJobs(cfg Config, dir string, log *slog.Logger) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
 		info, err := e.Info()
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), "job-") || err != nil || time.Since(info.ModTime()) < nodeJobAge {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "job-") || err != nil || time.Since(info.ModTime()) < 10*time.Second {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-			log.Warn("remove an old job's directory", "dir", e.Name(), "err", err)
+		p := filepath.Join(dir, e.Name())
+		lock, err := lockDataDir(p)
+		if err != nil {
+			continue // alive
+		}
+		sb := filepath.Join(p, "sandbox")
+		if rt, err := sandbox.NewRuntime(sb, log); err == nil {
+			if err := rt.SetCgroupParent(cfg.CgroupParent + "-" + e.Name()); err == nil {
+				if n, err := rt.CleanStale(); err == nil && n > 0 {
+					log.Warn("stopped the sandboxes a killed job left", "dir", e.Name(), "containers", n)
+				}
+			}
+			_ = rt.Close()
+		}
+		_ = unix.Unmount(sb, unix.MNT_DETACH) // a mount found, not made, by NewRuntime
+		removeCgroup(cfg.CgroupParent + "-" + e.Name())
+		lock.Close()
+		if err := os.RemoveAll(p); err != nil {
+			log.Warn("remove a killed job's directory", "dir", e.Name(), "err", err)
 			continue
 		}
-		log.Info("removed the directory of a job that could not", "dir", e.Name())
+		log.Info("removed what a killed job left", "dir", e.Name())
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"kernelbox/appliance/api"
 	"kernelbox/gpu/gputest"
 	"kernelbox/problems"
+	"kernelbox/sandbox"
 )
 
 // A problem whose files reach beside its directory (the bundled ones
@@ -172,6 +173,49 @@ func TestNodeSlots(t *testing.T) {
 		}
 		if !strings.Contains(got, tc.want) || (err == nil) != !strings.Contains(tc.want, " ") {
 			t.Errorf("nodeSlots(%q, %s x%d) = %q, want %q", tc.slurm, tc.gpuType, tc.gpus, got, tc.want)
+		}
+	}
+}
+
+// A job killed outright leaves its directory (and maybe a mounted
+// sandbox); the next job on the node removes it, but never a live job's
+// (its lock is held) or one made a moment ago (its lock may not be yet).
+func TestSweepNodeJobs(t *testing.T) {
+	requireRootSandbox(t)
+	t.Parallel()
+	cfg := DefaultConfig()
+	cfg.CgroupParent = testCgroupParent(t)
+	dir := t.TempDir()
+	old := time.Now().Add(-time.Minute)
+	for _, name := range []string{"job-1", "job-2", "job-3"} {
+		if err := os.MkdirAll(filepath.Join(dir, name, "work"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if name != "job-3" {
+			if err := os.Chtimes(filepath.Join(dir, name), old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// job-1 died with its sandbox's tmpfs mounted.
+	rt, err := sandbox.NewRuntime(filepath.Join(dir, "job-1", "sandbox"), testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = rt // not closed: the mount stays, as a killed process leaves it
+	if err := os.Chtimes(filepath.Join(dir, "job-1"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	live, err := lockDataDir(filepath.Join(dir, "job-2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	sweepNodeJobs(cfg, dir, testLogger(t))
+	for name, want := range map[string]bool{"job-1": false, "job-2": true, "job-3": true} {
+		_, err := os.Stat(filepath.Join(dir, name))
+		if got := err == nil; got != want {
+			t.Errorf("%s there after the sweep: %v, want %v (%v)", name, got, want, err)
 		}
 	}
 }
