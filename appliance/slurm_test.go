@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -211,6 +213,13 @@ func TestSlurm_EndToEnd(t *testing.T) {
 			}
 			return false
 		})
+		// The queue page says so too.
+		b := newBrowser(t, td.server)
+		if code, _, body := b.post("/login", url.Values{"token": {td.token}, "next": {"/queue"}}, nil); code != http.StatusOK {
+			t.Fatalf("sign in: %d:\n%s", code, body)
+		}
+		_, _, page := b.get("/queue")
+		mustContain(t, "queue page", page, "Runs go to a Slurm cluster", "(Slurm job ", "<code>slurm:cpu:")
 		// While it is out, only its own job token reaches it.
 		for _, token := range []string{"", "not-its-token", td.token} {
 			forger, err := api.NewClient(td.server, token)
