@@ -222,7 +222,14 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func decodeJSON(r *http.Request, w http.ResponseWriter, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBody))
+	return decodeJSONUpTo(r, w, v, maxJSONBody)
+}
+
+// decodeJSONUpTo is decodeJSON for a body that may be larger (a Slurm
+// node's report carries the run's output and its profile); a body over
+// limit is writeError's too_large.
+func decodeJSONUpTo(r *http.Request, w http.ResponseWriter, v any, limit int64) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var mbe *http.MaxBytesError

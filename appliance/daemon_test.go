@@ -72,13 +72,7 @@ func testCgroupParent(t testing.TB) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	name := "kernelbox-test-" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		dirs, _ := filepath.Glob("/sys/fs/cgroup/*/" + name)
-		dirs = append(dirs, "/sys/fs/cgroup/"+name)
-		for _, d := range dirs {
-			_ = os.Remove(d) // empty by now; a leftover run would keep it, and show
-		}
-	})
+	t.Cleanup(func() { removeCgroup(name) }) // empty by now; a leftover run would keep it, and show
 	return name
 }
 

@@ -272,16 +272,9 @@ func (r *runner) record(log *slog.Logger, g gang, l *queue.Lease, p jobPayload, 
 		res.Score, res.ScoreErr = rep.Score, rep.ScoreErr
 	}
 	res.Report, _ = json.Marshal(rep)
-	info := map[string]any{"slot": g.ids(), "gpu": slot.GPUType, "device": slot.Device,
-		"python": r.python.Path, "torch": r.python.Torch, "kernelbox": r.cfg.Version, "wall_ns": ex.wall}
-	if slot.GPU != nil {
-		info["gpu_uuid"], info["gpu_name"], info["driver"], info["clocks"] = slot.GPU.UUID, slot.GPU.Name, r.driver, slot.Clocks
-	}
-	if len(g) > 1 {
-		info["gpus"] = len(g)
-	}
-	if ex.info != nil {
-		info = ex.info
+	info := ex.info // a Slurm node's, of itself
+	if info == nil {
+		info = r.systemInfo(g, ex.wall)
 	}
 	res.SystemInfo, _ = json.Marshal(info)
 	if _, err := r.store.FinishRun(context.WithoutCancel(r.hard), p.Run, l.Token, res); err != nil {
@@ -295,6 +288,21 @@ func (r *runner) record(log *slog.Logger, g gang, l *queue.Lease, p jobPayload, 
 	}
 	r.metrics.run(slot.GPUType, rc.Run.Mode, outcome, ex.wall)
 	r.finishJob(log, l, queue.Succeeded, ex.wall, "")
+}
+
+// systemInfo is what this runner's machine says of itself and of the
+// gang a run took, stored with the run.
+func (r *runner) systemInfo(g gang, wall time.Duration) map[string]any {
+	slot := g[0]
+	info := map[string]any{"slot": g.ids(), "gpu": slot.GPUType, "device": slot.Device,
+		"python": r.python.Path, "torch": r.python.Torch, "kernelbox": r.cfg.Version, "wall_ns": wall}
+	if slot.GPU != nil {
+		info["gpu_uuid"], info["gpu_name"], info["driver"], info["clocks"] = slot.GPU.UUID, slot.GPU.Name, r.driver, slot.Clocks
+	}
+	if len(g) > 1 {
+		info["gpus"] = len(g)
+	}
+	return info
 }
 
 func (r *runner) finishJob(log *slog.Logger, l *queue.Lease, st queue.State, gpuTime time.Duration, why string) {

@@ -361,17 +361,8 @@ func (r *runner) nodeResult(ex *execution, g gang) (api.NodeResult, error) {
 		}
 		res.Profile = data
 	}
-	host, _ := os.Hostname()
-	slot := g[0]
-	info := map[string]any{"node": host, "slot": g.ids(), "gpu": slot.GPUType, "device": slot.Device,
-		"python": r.python.Path, "torch": r.python.Torch, "kernelbox": r.cfg.Version, "wall_ns": ex.wall}
-	if slot.GPU != nil {
-		info["gpu_uuid"], info["gpu_name"], info["driver"], info["clocks"] = slot.GPU.UUID, slot.GPU.Name, r.driver, slot.Clocks
-	}
-	if len(g) > 1 {
-		info["gpus"] = len(g)
-	}
-	res.System = info
+	res.System = r.systemInfo(g, ex.wall)
+	res.System["node"], _ = os.Hostname()
 	return res, nil
 }
 

@@ -2,8 +2,6 @@ package appliance
 
 import (
 	"crypto/subtle"
-	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -27,9 +25,9 @@ type nodeRuns struct {
 type nodeRun struct {
 	job   api.NodeJob
 	token string
-	// result takes the node's one report; reported says it came.
-	result   chan api.NodeResult
-	reported bool
+	// result takes the node's one report (its one place: a second
+	// finds it full).
+	result chan api.NodeResult
 }
 
 func newNodeRuns() *nodeRuns { return &nodeRuns{runs: map[int64]*nodeRun{}} }
@@ -84,7 +82,7 @@ func (a *API) nodeEvent(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var ev api.NodeEvent
-	if err := decodeNodeBody(w, r, maxJSONBody*16, &ev); err != nil {
+	if err := decodeJSONUpTo(r, w, &ev, maxJSONBody*16); err != nil {
 		return err
 	}
 	var p api.Payload
@@ -115,30 +113,16 @@ func (a *API) nodeResult(w http.ResponseWriter, r *http.Request) error {
 	var res api.NodeResult
 	// A report holds the run's output and its Nsight Compute report.
 	limit := int64(a.svc.cfg.Profiler.MaxReport)*4/3 + 64<<20
-	if err := decodeNodeBody(w, r, limit, &res); err != nil {
+	if err := decodeJSONUpTo(r, w, &res, limit); err != nil {
 		return err
 	}
 	if res.Error == "" && res.Report == nil {
 		return api.Errorf(api.CodeInvalid, "a node's result holds a report or an error")
 	}
-	a.svc.nodeRuns.mu.Lock()
-	dup := nr.reported
-	nr.reported = true
-	a.svc.nodeRuns.mu.Unlock()
-	if dup {
+	select {
+	case nr.result <- res:
+	default:
 		return api.Errorf(api.CodeConflict, "run %d was reported already", nr.job.Run)
 	}
-	nr.result <- res // buffered for its one report
 	return writeJSON(w, http.StatusOK, struct{}{})
-}
-
-func decodeNodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
-	if err := dec.Decode(v); err != nil {
-		if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
-			return api.Errorf(api.CodeTooLarge, "the node's report is over this coordinator's %d bytes (profiler.max_report sets it)", tooBig.Limit)
-		}
-		return api.Errorf(api.CodeInvalid, "the node's report is not the JSON expected: %v", err)
-	}
-	return nil
 }

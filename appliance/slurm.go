@@ -57,7 +57,6 @@ func (d *Daemon) startCoordinator(ctx context.Context) error {
 	d.runner.exec = sl
 	// A pool's slot is a place in Slurm, not a GPU: nothing to keep warm.
 	d.runner.cfg.WarmStart, d.runner.cfg.Standby = false, false
-	sl.profilesDir, sl.maxReport = d.runner.cfg.ProfilesDir, d.runner.maxReport
 	d.svc.offer(slots)
 	var notes []string
 	for _, p := range d.cfg.Slurm.Pools {
@@ -101,7 +100,8 @@ func (s *slurm) tell(g gang, where string) {
 var _ executor = (*slurm)(nil)
 
 func newSlurm(cfg Config, boot string, tasks func(*store.Leaderboard) (*problems.Task, error), log *slog.Logger) *slurm {
-	return &slurm{cfg: cfg.Slurm, boot: boot, runs: newNodeRuns(), tasks: tasks, log: log}
+	return &slurm{cfg: cfg.Slurm, boot: boot, runs: newNodeRuns(), tasks: tasks, log: log,
+		profilesDir: profilesDir(cfg.DataDir), maxReport: int64(cfg.Profiler.MaxReport)}
 }
 
 // execute hands the run to Slurm and waits for the node's report, for the
@@ -143,7 +143,7 @@ func (s *slurm) execute(ctx context.Context, g gang, rc *store.RunContext, _ fun
 	defer s.tell(g, "")
 	res, err := s.wait(ctx, log, id, nr, func(st slurmJob) {
 		where := "Slurm job " + id + " " + st.state
-		if st.node != "" && st.node != "(null)" {
+		if st.node != "" {
 			where += " on " + st.node
 		} else if st.reason != "" && st.reason != "None" {
 			where += " (" + st.reason + ")"
@@ -181,9 +181,11 @@ func (s *slurm) nodeJob(g gang, rc *store.RunContext) (api.NodeJob, error) {
 		}
 		files[p] = data
 	}
-	sha, err := t.Fingerprint()
-	if err != nil {
-		return api.NodeJob{}, err
+	sha := rc.Leaderboard.ProblemSHA // runTask checked the files against it
+	if sha == "" {
+		if sha, err = t.Fingerprint(); err != nil {
+			return api.NodeJob{}, err
+		}
 	}
 	j := api.NodeJob{Run: rc.Run.ID, Submission: rc.Submission.ID, User: rc.Submission.User, UserID: rc.Submission.UserID(),
 		Mode: rc.Run.Mode, Secret: rc.Run.Secret, GPUType: g[0].GPUType, GPUs: len(g), FileName: rc.Submission.FileName,
@@ -299,15 +301,15 @@ func (s *slurm) wait(ctx context.Context, log *slog.Logger, id string, nr *nodeR
 			return api.NodeResult{}, fmt.Errorf("job %s in Slurm is %s (%s) and would not go on by itself: given up", id, st.state, st.reason)
 		}
 		return api.NodeResult{}, fmt.Errorf("job %s in Slurm ended %s on %s without a report (%s; the node's own words are in slurm.output there)",
-			id, st.state, orNone(st.node), orNone(st.reason))
+			id, st.state, nodeOrNone(st.node), st.reason)
 	}
 }
 
-func orNone(s string) string {
-	if s == "" || s == "(null)" {
+func nodeOrNone(node string) string {
+	if node == "" {
 		return "no node"
 	}
-	return s
+	return node
 }
 
 // slurmJob is what squeue says of a job.
@@ -361,6 +363,9 @@ func (s *slurm) jobState(ctx context.Context, id string) (slurmJob, error) {
 	f := strings.SplitN(strings.SplitN(line, "\n", 2)[0], "|", 3)
 	for len(f) < 3 {
 		f = append(f, "")
+	}
+	if f[2] == "(null)" { // squeue's word for a job not placed yet
+		f[2] = ""
 	}
 	return slurmJob{state: f[0], reason: f[1], node: f[2]}, nil
 }

@@ -293,7 +293,9 @@ func TestSlurm_EndToEnd(t *testing.T) {
 		}
 	})
 
-	t.Run("a node without the token is refused", func(t *testing.T) {
+	// The token check while a run is out is in "cancel reaches Slurm";
+	// this is the other half: a run that is not out has no token at all.
+	t.Run("a run not out is refused", func(t *testing.T) {
 		c, err := api.NewClient(td.server, "not-a-job-token")
 		if err != nil {
 			t.Fatal(err)
