@@ -33,11 +33,42 @@ import (
 // NodeOptions is one `kernelbox node run-job`.
 type NodeOptions struct {
 	Coordinator string // the coordinator's API
-	Run         int64
-	Token       string // the run's job token
+	// SharedDir, in place of Coordinator, is the coordinator's part of
+	// the cluster's shared directory (slurm.shared_dir): the job and its
+	// report go through it.
+	SharedDir string
+	Run       int64
+	Token     string // the run's job token
 	// What Slurm says of the job: SLURM_JOB_ID, SLURM_JOB_GPUS (the
 	// node's GPU indices it allocated) and SLURMD_NODENAME.
 	SlurmJob, GPUs, Node string
+}
+
+// nodeLink is how a node reaches its coordinator: the node API, or the
+// shared directory.
+type nodeLink interface {
+	job(context.Context) (*api.NodeJob, error)
+	event(context.Context, api.NodeEvent) error
+	// result reports the run's end; a report the coordinator has already
+	// is no error.
+	result(context.Context, api.NodeResult) error
+	close()
+}
+
+// link is the node's way to its coordinator, and what to call it in
+// errors.
+func (o NodeOptions) link(log *slog.Logger) (nodeLink, string, error) {
+	switch {
+	case o.SharedDir != "" && o.Coordinator != "":
+		return nil, "", errors.New("give the coordinator's API or the shared directory, not both")
+	case o.SharedDir != "":
+		return &spoolLink{dir: spoolAttempt(o.SharedDir, o.Token), run: o.Run, log: log}, o.SharedDir, nil
+	}
+	c, err := api.NewClient(o.Coordinator, o.Token)
+	if err != nil {
+		return nil, "", err
+	}
+	return &apiLink{c: c, run: o.Run, log: log}, o.Coordinator, nil
 }
 
 // RunNodeJob carries out one run on this node and reports it. A failure
@@ -46,24 +77,24 @@ type NodeOptions struct {
 // unhealthy by the run (found after the report: Slurm then shows the job
 // failed, for the cluster's operators).
 func RunNodeJob(ctx context.Context, cfg Config, o NodeOptions, log *slog.Logger) error {
-	c, err := api.NewClient(o.Coordinator, o.Token)
+	log = log.With(logRun, o.Run, logSlurmJob, o.SlurmJob)
+	link, where, err := o.link(log)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer link.close()
 	fetchCtx, cancel := context.WithTimeout(ctx, time.Minute) // a coordinator that hangs must not hold the GPUs
-	job, err := c.NodeJob(fetchCtx, o.Run)
+	job, err := link.job(fetchCtx)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("fetch run %d from %s: %w", o.Run, o.Coordinator, err)
+		return fmt.Errorf("fetch run %d from %s: %w", o.Run, where, err)
 	}
-	log = log.With(logRun, o.Run, logSlurmJob, o.SlurmJob)
 	var reportErr error
 	reported := false
 	report := func(res api.NodeResult) {
-		reported, reportErr = true, sendResult(ctx, c, o.Run, res, log)
+		reported, reportErr = true, link.result(ctx, res)
 	}
-	unwell, err := runOnNode(ctx, cfg, o, *job, c, log, report)
+	unwell, err := runOnNode(ctx, cfg, o, *job, link, log, report)
 	if ctx.Err() != nil && !reported {
 		// Cancelled (scancel): the coordinator has given the run up.
 		log.Info("stopped before the end", "why", context.Cause(ctx))
@@ -74,7 +105,7 @@ func RunNodeJob(ctx context.Context, cfg Config, o NodeOptions, log *slog.Logger
 		report(api.NodeResult{Error: fmt.Sprintf("node %s: %v", o.Node, err)})
 	}
 	if reportErr != nil {
-		return fmt.Errorf("report run %d to %s: %w", o.Run, o.Coordinator, reportErr)
+		return fmt.Errorf("report run %d to %s: %w", o.Run, where, reportErr)
 	}
 	if len(unwell) > 0 {
 		return fmt.Errorf("a GPU is unhealthy after the run, drain this node in Slurm (scontrol update nodename=%s state=drain reason=kernelbox): %s",
@@ -82,6 +113,27 @@ func RunNodeJob(ctx context.Context, cfg Config, o NodeOptions, log *slog.Logger
 	}
 	return nil
 }
+
+// apiLink reaches the coordinator through the node API.
+type apiLink struct {
+	c   *api.Client
+	run int64
+	log *slog.Logger
+}
+
+func (l *apiLink) job(ctx context.Context) (*api.NodeJob, error) { return l.c.NodeJob(ctx, l.run) }
+
+func (l *apiLink) event(ctx context.Context, ev api.NodeEvent) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return l.c.NodeEvent(ctx, l.run, ev)
+}
+
+func (l *apiLink) result(ctx context.Context, res api.NodeResult) error {
+	return sendResult(ctx, l.c, l.run, res, l.log)
+}
+
+func (l *apiLink) close() { l.c.Close() }
 
 // sendResult reports a run's end; the coordinator may be restarting, so a
 // report is worth a few tries (1+2+3+4 s apart). A report the coordinator
@@ -127,7 +179,7 @@ func sendResult(ctx context.Context, c *api.Client, run int64, res api.NodeResul
 // report is called with the result as soon as there is one; the GPUs'
 // health is checked after it (as a box checks it after recording), and
 // what is wrong with them is returned.
-func runOnNode(ctx context.Context, cfg Config, o NodeOptions, job api.NodeJob, c *api.Client, log *slog.Logger,
+func runOnNode(ctx context.Context, cfg Config, o NodeOptions, job api.NodeJob, link nodeLink, log *slog.Logger,
 	report func(api.NodeResult)) (unwell []string, err error) {
 	begin := time.Now()
 	key := o.SlurmJob
@@ -173,7 +225,7 @@ func runOnNode(ctx context.Context, cfg Config, o NodeOptions, job api.NodeJob, 
 		measure: cfg.Measurement, maxReport: int64(cfg.Profiler.MaxReport), driver: d.inventory.Driver, profiler: d.profiler,
 		caches: newUserCaches(filepath.Join(cfg.DataDir, "cache"), int64(cfg.CacheBudget)), hard: ctx,
 		tasks:  func(*store.Leaderboard) (*problems.Task, error) { return task, nil },
-		events: nodeEvents(c, job.Run)}
+		events: nodeEvents(link)}
 	if d.monitor != nil {
 		r.monitor = d.monitor
 	}
@@ -330,15 +382,13 @@ func nodeRunContext(job api.NodeJob) *store.RunContext {
 
 // nodeEvents sends a run's progress to the coordinator, which logs it for
 // the submitter's live view.
-func nodeEvents(c *api.Client, run int64) func(context.Context, int64, api.Payload) error {
+func nodeEvents(link nodeLink) func(context.Context, int64, api.Payload) error {
 	return func(ctx context.Context, _ int64, p api.Payload) error {
-		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
 		switch ev := p.(type) {
 		case api.RunTest:
-			return c.NodeEvent(ctx, run, api.NodeEvent{Test: &ev})
+			return link.event(ctx, api.NodeEvent{Test: &ev})
 		case api.RunPhase:
-			return c.NodeEvent(ctx, run, api.NodeEvent{Phase: &ev})
+			return link.event(ctx, api.NodeEvent{Phase: &ev})
 		}
 		return fmt.Errorf("a node does not report %s events", p.EventKind())
 	}

@@ -28,6 +28,9 @@ type nodeRun struct {
 	// result takes the node's one report (its one place: a second
 	// finds it full).
 	result chan api.NodeResult
+	// spool is the attempt's directory when the nodes report through the
+	// shared directory.
+	spool *spoolOut
 }
 
 func newNodeRuns() *nodeRuns { return &nodeRuns{runs: map[int64]*nodeRun{}} }
@@ -85,24 +88,33 @@ func (a *API) nodeEvent(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSONUpTo(r, w, &ev, maxJSONBody*16); err != nil {
 		return err
 	}
-	var p api.Payload
-	switch {
-	case ev.Test != nil && ev.Phase == nil:
-		ev.Test.Run = nr.job.Run
-		p = *ev.Test
-	case ev.Phase != nil && ev.Test == nil:
-		ev.Phase.Run, ev.Phase.Secret = nr.job.Run, nr.job.Secret
-		p = *ev.Phase
-	default:
-		return api.Errorf(api.CodeInvalid, "a node event holds one of test and phase")
-	}
-	if nr.job.Secret && ev.Test != nil {
-		return writeJSON(w, http.StatusOK, struct{}{}) // its cases carry the secret seed
-	}
-	if err := a.svc.store.AppendEvent(r.Context(), nr.job.Submission, p); err != nil {
+	p, err := nodeEventPayload(nr.job, ev)
+	if err != nil {
 		return err
 	}
+	if p != nil {
+		if err := a.svc.store.AppendEvent(r.Context(), nr.job.Submission, p); err != nil {
+			return err
+		}
+	}
 	return writeJSON(w, http.StatusOK, struct{}{})
+}
+
+// nodeEventPayload is a node's event as the submission's log takes it,
+// or nil for one it must not get: a secret run's cases carry its seed.
+func nodeEventPayload(job api.NodeJob, ev api.NodeEvent) (api.Payload, error) {
+	switch {
+	case ev.Test != nil && ev.Phase == nil:
+		if job.Secret {
+			return nil, nil
+		}
+		ev.Test.Run = job.Run
+		return *ev.Test, nil
+	case ev.Phase != nil && ev.Test == nil:
+		ev.Phase.Run, ev.Phase.Secret = job.Run, job.Secret
+		return *ev.Phase, nil
+	}
+	return nil, api.Errorf(api.CodeInvalid, "a node event holds one of test and phase")
 }
 
 func (a *API) nodeResult(w http.ResponseWriter, r *http.Request) error {
@@ -112,7 +124,7 @@ func (a *API) nodeResult(w http.ResponseWriter, r *http.Request) error {
 	}
 	var res api.NodeResult
 	// A report holds the run's output and its Nsight Compute report.
-	limit := int64(a.svc.cfg.Profiler.MaxReport)*4/3 + 64<<20
+	limit := maxNodeResult(int64(a.svc.cfg.Profiler.MaxReport))
 	if err := decodeJSONUpTo(r, w, &res, limit); err != nil {
 		return err
 	}

@@ -46,6 +46,12 @@ func (d *Daemon) startCoordinator(ctx context.Context) error {
 		it = &problems.Interpreter{}
 	}
 	sl := newSlurm(d.cfg, d.svc.boot, d.svc.runTask, d.log.With("component", "slurm"))
+	sl.appendEvent = d.svc.store.AppendEvent
+	if sl.spool != "" {
+		if err := openSpool(sl.spool, sl.log); err != nil {
+			return err
+		}
+	}
 	if err := sl.cancelOrphans(ctx); err != nil {
 		// Not fatal: Slurm may be down for a moment; the orphans' reports
 		// are refused (their tokens are gone) and they end by themselves.
@@ -62,7 +68,8 @@ func (d *Daemon) startCoordinator(ctx context.Context) error {
 	for _, p := range d.cfg.Slurm.Pools {
 		notes = append(notes, fmt.Sprintf("Slurm pool %s: GRES %q, up to %d at once", p.GPUType, p.GRES, p.GPUs))
 	}
-	d.log.Info("runs go to Slurm", "partition", d.cfg.Slurm.Partition, "coordinator", d.cfg.Slurm.Coordinator, "pools", len(d.cfg.Slurm.Pools))
+	d.log.Info("runs go to Slurm", "partition", d.cfg.Slurm.Partition, "coordinator", d.cfg.Slurm.Coordinator,
+		"shared_dir", sl.spool, "pools", len(d.cfg.Slurm.Pools))
 	return d.startServing(ctx, api.GPUsStatus{Vendor: "slurm", Notes: notes, Profiler: "profile mode runs on the node: its ncu, when it has one"})
 }
 
@@ -75,6 +82,11 @@ type slurm struct {
 	log         *slog.Logger
 	profilesDir string
 	maxReport   int64
+	// spool is this coordinator's part of slurm.shared_dir; empty when
+	// the nodes report to the API.
+	spool string
+	// appendEvent logs a node's progress for the submission's live view.
+	appendEvent func(ctx context.Context, sub int64, p api.Payload) error
 	// where says, by slot, where its run is out in Slurm (kernelbox gpus).
 	where sync.Map
 }
@@ -100,9 +112,17 @@ func (s *slurm) tell(g gang, where string) {
 var _ executor = (*slurm)(nil)
 
 func newSlurm(cfg Config, boot string, tasks func(*store.Leaderboard) (*problems.Task, error), log *slog.Logger) *slurm {
-	return &slurm{cfg: cfg.Slurm, boot: boot, runs: newNodeRuns(), tasks: tasks, log: log,
+	s := &slurm{cfg: cfg.Slurm, boot: boot, runs: newNodeRuns(), tasks: tasks, log: log,
 		profilesDir: profilesDir(cfg.DataDir), maxReport: int64(cfg.Profiler.MaxReport)}
+	if cfg.Slurm.SharedDir != "" {
+		s.spool = spoolRoot(cfg.Slurm.SharedDir, s.coordinatorHash())
+	}
+	return s
 }
+
+// maxNodeResult bounds a node's report: the run's output and its Nsight
+// Compute report, base64 in JSON.
+func maxNodeResult(maxReport int64) int64 { return maxReport*4/3 + 64<<20 }
 
 // execute hands the run to Slurm and waits for the node's report, for the
 // job to end without one (the box's failure: the runner tries again), or
@@ -119,6 +139,14 @@ func (s *slurm) execute(ctx context.Context, g gang, rc *store.RunContext, _ fun
 	token := hex.EncodeToString(b[:])
 	nr := s.runs.add(job, token)
 	defer s.runs.remove(nr)
+	if s.spool != "" {
+		out, err := publishSpool(s.spool, token, job, maxNodeResult(s.maxReport))
+		if err != nil {
+			return nil, err
+		}
+		defer out.remove()
+		nr.spool = out
+	}
 	// sbatch is not interrupted: a job it submitted must be known here to
 	// be cancelled (slurmCmd bounds it to a minute).
 	id, err := s.submit(context.WithoutCancel(ctx), g, rc, token)
@@ -242,8 +270,13 @@ func (s *slurm) script(runID int64, token string) []byte {
 	for _, v := range []string{"SLURM_JOB_ID", "SLURM_JOB_GPUS", "SLURMD_NODENAME", "CUDA_VISIBLE_DEVICES"} {
 		fmt.Fprintf(&b, "  %s=\"$%s\" \\\n", v, v)
 	}
-	argv := append(append([]string{}, s.cfg.Command...), "node", "run-job", "--coordinator", s.cfg.Coordinator,
-		"--run", strconv.FormatInt(runID, 10), "--token-fd", "3")
+	argv := append(append([]string{}, s.cfg.Command...), "node", "run-job")
+	if s.spool != "" {
+		argv = append(argv, "--shared-dir", s.spool)
+	} else {
+		argv = append(argv, "--coordinator", s.cfg.Coordinator)
+	}
+	argv = append(argv, "--run", strconv.FormatInt(runID, 10), "--token-fd", "3")
 	if s.cfg.NodeConfig != "" {
 		argv = append(argv, "--config", s.cfg.NodeConfig)
 	}
@@ -263,6 +296,12 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 func (s *slurm) wait(ctx context.Context, log *slog.Logger, id string, nr *nodeRun, seen func(slurmJob)) (api.NodeResult, error) {
 	t := time.NewTicker(s.cfg.Poll)
 	defer t.Stop()
+	var spoolTicks <-chan time.Time
+	if nr.spool != nil {
+		st := time.NewTicker(spoolTick)
+		defer st.Stop()
+		spoolTicks = st.C
+	}
 	var last slurmJob
 	failures := 0
 	for {
@@ -271,6 +310,11 @@ func (s *slurm) wait(ctx context.Context, log *slog.Logger, id string, nr *nodeR
 			return res, nil
 		case <-ctx.Done():
 			return api.NodeResult{}, ctx.Err()
+		case <-spoolTicks:
+			if res, err := s.spoolResult(ctx, log, nr); err != nil || res != nil {
+				return deref(res), err
+			}
+			continue
 		case <-t.C:
 		}
 		st, err := s.jobState(ctx, id)
@@ -297,12 +341,39 @@ func (s *slurm) wait(ctx context.Context, log *slog.Logger, id string, nr *nodeR
 			return res, nil
 		default:
 		}
+		if res, err := s.spoolResult(ctx, log, nr); err != nil || res != nil {
+			return deref(res), err
+		}
 		if st.stuck() {
 			return api.NodeResult{}, fmt.Errorf("job %s in Slurm is %s (%s) and would not go on by itself: given up", id, st.state, st.reason)
 		}
 		return api.NodeResult{}, fmt.Errorf("job %s in Slurm ended %s on %s without a report (%s; the node's own words are in slurm.output there)",
 			id, st.state, nodeOrNone(st.node), st.reason)
 	}
+}
+
+func deref(res *api.NodeResult) api.NodeResult {
+	if res == nil {
+		return api.NodeResult{}
+	}
+	return *res
+}
+
+// spoolResult passes on the events the node appended in the shared
+// directory and returns its report once it is there (nil before, and
+// always without a shared directory).
+func (s *slurm) spoolResult(ctx context.Context, log *slog.Logger, nr *nodeRun) (*api.NodeResult, error) {
+	if nr.spool == nil {
+		return nil, nil
+	}
+	nr.spool.events(ctx, log, func(ctx context.Context, ev api.NodeEvent) error {
+		p, err := nodeEventPayload(nr.job, ev)
+		if err != nil || p == nil {
+			return err
+		}
+		return s.appendEvent(ctx, nr.job.Submission, p)
+	})
+	return nr.spool.result()
 }
 
 func nodeOrNone(node string) string {
@@ -385,12 +456,20 @@ func (s *slurm) cancel(log *slog.Logger, id string) {
 }
 
 // commentPrefix starts every job's comment: kernelbox and this
-// coordinator (its URL's hash), so that two coordinators submitting as
-// one user (a staging box beside the contest's) never cancel each
-// other's jobs; the boot and the run follow.
-func (s *slurm) commentPrefix() string {
-	sum := sha256.Sum256([]byte(s.cfg.Coordinator))
-	return "kernelbox:" + hex.EncodeToString(sum[:4]) + ":"
+// coordinator, so that two coordinators submitting as one user (a staging
+// box beside the contest's) never cancel each other's jobs; the boot and
+// the run follow.
+func (s *slurm) commentPrefix() string { return "kernelbox:" + s.coordinatorHash() + ":" }
+
+// coordinatorHash names this coordinator: its URL's hash, or its shared
+// directory's when it has no URL.
+func (s *slurm) coordinatorHash() string {
+	name := s.cfg.Coordinator
+	if name == "" {
+		name = "shared:" + s.cfg.SharedDir
+	}
+	sum := sha256.Sum256([]byte(name))
+	return hex.EncodeToString(sum[:4])
 }
 
 // cancelOrphans cancels the jobs an earlier boot of this coordinator left

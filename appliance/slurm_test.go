@@ -51,7 +51,7 @@ func freeAddr(t testing.TB) string {
 // startCoordinator is a daemon with the slurm executor over the test
 // cluster's pool of two fake GPUs, served by the CPU backend on the node:
 // its node side is this test binary running the real command line.
-func startCoordinator(t testing.TB) *testDaemon {
+func startCoordinator(t testing.TB, more ...func(*Config)) *testDaemon {
 	t.Helper()
 	requireSlurm(t)
 	it := testutil.RequireTorch(t)
@@ -79,6 +79,9 @@ func startCoordinator(t testing.TB) *testDaemon {
 		c.Slurm.Poll = 500 * time.Millisecond
 		c.Slurm.Output = filepath.Join(dir, "job-%j.out")
 		t.Cleanup(func() { dumpJobOutputs(t, dir) })
+		for _, f := range more {
+			f(c)
+		}
 	})
 }
 
@@ -127,6 +130,38 @@ func firstRun(t *testing.T, c *api.Client, sub int64) api.Run {
 	return run
 }
 
+// passThrough submits code in mode and waits for it to pass, handing its
+// events to seen; nil, with the test failed, when it does not.
+func passThrough(t *testing.T, c *api.Client, code []byte, mode string, seen func(api.Event)) *api.SubmissionView {
+	t.Helper()
+	ctx := t.Context()
+	sub, err := c.Submit(ctx, api.SubmitRequest{Code: code, FileName: "double.py", Mode: mode})
+	if err != nil {
+		t.Errorf("%s: Submit: %v", mode, err)
+		return nil
+	}
+	final, err := c.Wait(ctx, sub.ID, seen)
+	if err != nil || final.Status != api.StatusDone || !final.Passed {
+		t.Errorf("%s through Slurm: %+v, %v", mode, final, err)
+		return nil
+	}
+	if mode == "leaderboard" && final.Score == nil {
+		t.Errorf("a ranked run passed without a score")
+	}
+	return final
+}
+
+// slowSubmission is a test run of the quick problem that takes seconds.
+func slowSubmission(t *testing.T, c *api.Client, seconds int) int64 {
+	t.Helper()
+	code := fmt.Sprintf("#!POPCORN leaderboard quick\nSLEEP = %d\ndef custom_kernel(xs):\n    return [2 * x for x in xs]\n", seconds)
+	sub, err := c.Submit(t.Context(), api.SubmitRequest{Code: []byte(code), FileName: "slow.py", Mode: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sub.ID
+}
+
 func TestSlurm_EndToEnd(t *testing.T) {
 	td := startCoordinator(t)
 	td.loadQuick()
@@ -143,14 +178,8 @@ func TestSlurm_EndToEnd(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				sub, err := c.Submit(ctx, api.SubmitRequest{Code: fast, FileName: "double.py", Mode: mode})
-				if err != nil {
-					t.Errorf("user%d: Submit: %v", i, err)
-					return
-				}
-				final, err := c.Wait(ctx, sub.ID, nil)
-				if err != nil || final.Status != api.StatusDone || !final.Passed {
-					t.Errorf("user%d (%s): %+v, %v", i, mode, final, err)
+				final := passThrough(t, c, fast, mode, nil)
+				if final == nil {
 					return
 				}
 				for _, r := range final.Runs {
@@ -162,9 +191,6 @@ func TestSlurm_EndToEnd(t *testing.T) {
 					if info["slurm_job"] == nil || info["node"] == nil {
 						t.Errorf("user%d run %d: system info %s names no Slurm job and node", i, r.ID, r.SystemInfo)
 					}
-				}
-				if mode == "leaderboard" && final.Score == nil {
-					t.Errorf("user%d: ranked run passed without a score", i)
 				}
 			}()
 		}
@@ -193,12 +219,8 @@ func TestSlurm_EndToEnd(t *testing.T) {
 
 	t.Run("cancel reaches Slurm", func(t *testing.T) {
 		c, _ := td.user("canceller")
-		sub, err := c.Submit(ctx, api.SubmitRequest{Code: []byte("#!POPCORN leaderboard quick\nSLEEP = 60\ndef custom_kernel(xs):\n    return [2 * x for x in xs]\n"),
-			FileName: "slow.py", Mode: "test"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		run := firstRun(t, c, sub.ID)
+		sub := slowSubmission(t, c, 60)
+		run := firstRun(t, c, sub)
 		waitFor(t, 60*time.Second, func() bool { _, st := slurmJobOf(t, run.ID); return st == "RUNNING" })
 		// kernelbox gpus shows where the run is out.
 		waitFor(t, 10*time.Second, func() bool {
@@ -233,7 +255,7 @@ func TestSlurm_EndToEnd(t *testing.T) {
 				t.Errorf("NodeJob of the running run with token %q = %v, want unauthorized", token, err)
 			}
 		}
-		if _, err := c.Cancel(ctx, sub.ID); err != nil {
+		if _, err := c.Cancel(ctx, sub); err != nil {
 			t.Fatalf("Cancel: %v", err)
 		}
 		waitFor(t, 30*time.Second, func() bool { _, st := slurmJobOf(t, run.ID); return st == "CANCELLED" })
@@ -241,12 +263,8 @@ func TestSlurm_EndToEnd(t *testing.T) {
 
 	t.Run("a killed node's job is run again", func(t *testing.T) {
 		c, _ := td.user("survivor")
-		sub, err := c.Submit(ctx, api.SubmitRequest{Code: []byte("#!POPCORN leaderboard quick\nSLEEP = 20\ndef custom_kernel(xs):\n    return [2 * x for x in xs]\n"),
-			FileName: "slowish.py", Mode: "test"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		run := firstRun(t, c, sub.ID)
+		sub := slowSubmission(t, c, 20)
+		run := firstRun(t, c, sub)
 		var first string
 		waitFor(t, 60*time.Second, func() bool { id, st := slurmJobOf(t, run.ID); first = id; return st == "RUNNING" })
 		// The node dies: slurmd, the job's slurmstepd and the job itself.
@@ -261,7 +279,7 @@ func TestSlurm_EndToEnd(t *testing.T) {
 		}
 		wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 		defer cancel()
-		final, err := c.Wait(wctx, sub.ID, nil)
+		final, err := c.Wait(wctx, sub, nil)
 		if err != nil || !final.Passed {
 			t.Fatalf("after the node came back: %+v, %v", final, err)
 		}
@@ -309,6 +327,74 @@ func TestSlurm_EndToEnd(t *testing.T) {
 	})
 }
 
+// With slurm.shared_dir and no coordinator URL, the nodes never reach
+// the coordinator's API: their runs and reports, progress included, go
+// through the shared directory, whose attempt directories go when their
+// attempts end (cancelled ones too).
+func TestSlurm_SharedDir(t *testing.T) {
+	shared := t.TempDir()
+	td := startCoordinator(t, func(c *Config) { c.Slurm.Coordinator, c.Slurm.SharedDir = "", shared })
+	td.loadQuick()
+	ctx := t.Context()
+	fast, err := os.ReadFile(quickSolution("correct/double.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := filepath.Glob(filepath.Join(shared, "kernelbox-*"))
+	if err != nil || len(root) != 1 {
+		t.Fatalf("the coordinator's part of the shared directory: %v, %v", root, err)
+	}
+	attempts := func() []string {
+		entries, _ := os.ReadDir(root[0])
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+
+	var wg sync.WaitGroup
+	for i, mode := range []string{"test", "leaderboard"} {
+		c, _ := td.user(fmt.Sprintf("shared%d", i))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			kinds := map[api.EventKind]int{}
+			if passThrough(t, c, fast, mode, func(ev api.Event) { kinds[ev.Kind]++ }) != nil && mode == "test" &&
+				(kinds[api.EventRunTest] == 0 || kinds[api.EventRunPhase] == 0) {
+				t.Errorf("%s: events seen %v, want the node's test and phase events", mode, kinds)
+			}
+		}()
+	}
+	wg.Wait()
+	if left := attempts(); len(left) != 0 {
+		t.Errorf("attempt directories left after their runs: %v", left)
+	}
+
+	c, _ := td.user("shared-canceller")
+	sub := slowSubmission(t, c, 60)
+	run := firstRun(t, c, sub)
+	waitFor(t, 60*time.Second, func() bool { _, st := slurmJobOf(t, run.ID); return st == "RUNNING" })
+	if len(attempts()) != 1 {
+		t.Errorf("attempt directories while one run is out: %v, want one", attempts())
+	}
+	if _, err := c.Cancel(ctx, sub); err != nil {
+		t.Fatalf("Cancel: %v", err)
+	}
+	waitFor(t, 30*time.Second, func() bool { _, st := slurmJobOf(t, run.ID); return st == "CANCELLED" })
+	waitFor(t, 10*time.Second, func() bool { return len(attempts()) == 0 })
+
+	// doctor on a node checks the directory instead of the API.
+	out, _, _ := runCLI(t, "doctor", "--shared-dir", shared)
+	if !strings.Contains(out, "✓ shared directory") || strings.Contains(out, "coordinator") {
+		t.Errorf("doctor --shared-dir on the node:\n%s", out)
+	}
+	out, _, code := runCLI(t, "doctor", "--shared-dir", filepath.Join(shared, "not-mounted"))
+	if code == 0 || !strings.Contains(out, "✗ shared directory") {
+		t.Errorf("doctor --shared-dir with no such directory = exit %d:\n%s", code, out)
+	}
+}
+
 // killNode kills slurmd, every slurmstepd and the node side's processes
 // at once, as a node that loses power would; the runs' sandboxes go too.
 func killNode(t *testing.T) {
@@ -325,7 +411,8 @@ func killNode(t *testing.T) {
 // BenchmarkSlurm_Overhead is what the slurm executor adds to a run: the
 // quick problem's correct solution in test mode through a coordinator
 // and the one-node Slurm, against the same through a daemon with the
-// local executor, alternated in one run. Slurm's scheduling (a job starts
+// local executor, and through a coordinator whose nodes report in a shared
+// directory, alternated in one run. Slurm's scheduling (a job starts
 // 0.5-3 s after sbatch) and the node side's start are the difference.
 func BenchmarkSlurm_Overhead(b *testing.B) {
 	coord := startCoordinator(b)
@@ -336,6 +423,8 @@ func BenchmarkSlurm_Overhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	shared := startCoordinator(b, func(c *Config) { c.Slurm.Coordinator, c.Slurm.SharedDir = "", b.TempDir() })
+	shared.loadQuick()
 	ctx := b.Context()
 	one := func(td *testDaemon) time.Duration {
 		begin := time.Now()
@@ -348,13 +437,16 @@ func BenchmarkSlurm_Overhead(b *testing.B) {
 		}
 		return time.Since(begin)
 	}
-	var viaLocal, viaSlurm time.Duration
+	var viaLocal, viaSlurm, viaShared time.Duration
 	for range b.N {
 		viaLocal += one(local)
 		viaSlurm += one(coord)
+		viaShared += one(shared)
 	}
 	n := float64(b.N)
 	b.ReportMetric(viaLocal.Seconds()/n, "local-s/op")
 	b.ReportMetric(viaSlurm.Seconds()/n, "slurm-s/op")
+	b.ReportMetric(viaShared.Seconds()/n, "shared-dir-s/op")
 	b.ReportMetric(viaSlurm.Seconds()/viaLocal.Seconds(), "x-vs-local")
+	b.ReportMetric(viaShared.Seconds()/viaSlurm.Seconds(), "shared-x-vs-api")
 }

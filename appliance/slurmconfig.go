@@ -21,6 +21,11 @@ type SlurmConfig struct {
 	// http://kernelbox.cluster:8470: they fetch their runs from it and
 	// report back to it.
 	Coordinator string `yaml:"coordinator"`
+	// SharedDir, when set, is a directory of the cluster's shared
+	// filesystem, the same path on the coordinator and the nodes: the
+	// nodes take their runs from it and report there instead of to
+	// Coordinator, which they then need not reach.
+	SharedDir string `yaml:"shared_dir"`
 	// Partition is the partition the runs are submitted to; empty for the
 	// cluster's default.
 	Partition string `yaml:"partition"`
@@ -69,8 +74,12 @@ func defaultSlurmConfig() SlurmConfig {
 
 // validate checks the slurm executor's settings, reporting through bad.
 func (c *SlurmConfig) validate(bad func(field, format string, args ...any)) {
-	if u, err := url.Parse(c.Coordinator); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		bad("slurm.coordinator", "want the URL the nodes reach this daemon at, like http://kernelbox.cluster:8470, got %q", c.Coordinator)
+	if c.SharedDir != "" && !filepath.IsAbs(c.SharedDir) {
+		bad("slurm.shared_dir", "want an absolute directory of the cluster's shared filesystem, got %q", c.SharedDir)
+	}
+	if u, err := url.Parse(c.Coordinator); (c.SharedDir == "" || c.Coordinator != "") &&
+		(err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		bad("slurm.coordinator", "want the URL the nodes reach this daemon at, like http://kernelbox.cluster:8470 (or a slurm.shared_dir), got %q", c.Coordinator)
 	}
 	if len(c.Pools) == 0 {
 		bad("slurm.pools", "want at least one pool (gres, gpu_type, gpus)")

@@ -37,6 +37,9 @@ func TestSlurmConfig_Validate(t *testing.T) {
 		{"no command", func(c *Config) { c.Slurm.Command = nil }, "config slurm.command"},
 		{"relative bin", func(c *Config) { c.Slurm.Bin = "bin" }, "config slurm.bin"},
 		{"short time limit", func(c *Config) { c.Slurm.TimeLimit = 0 }, "config slurm.time_limit"},
+		{"shared dir instead of a coordinator", func(c *Config) { c.Slurm.Coordinator = ""; c.Slurm.SharedDir = "/shared/kernelbox" }, ""},
+		{"shared dir and a bad coordinator", func(c *Config) { c.Slurm.Coordinator = "coord"; c.Slurm.SharedDir = "/shared/kernelbox" }, "config slurm.coordinator"},
+		{"relative shared dir", func(c *Config) { c.Slurm.SharedDir = "shared" }, "config slurm.shared_dir: want an absolute directory"},
 		{"local ignores slurm", func(c *Config) { c.Executor = ExecutorLocal; c.Slurm = SlurmConfig{} }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -120,5 +123,13 @@ func TestSlurm_Script(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "got")); err != nil || !strings.HasPrefix(string(b), "token=tok3n args=node run-job --coordinator http://coord:8470 --run 7 --token-fd 3") {
 		t.Errorf("the command got %q, %v", b, err)
+	}
+	// With a shared directory the node is sent there, to the
+	// coordinator's own part of it, and not to the API.
+	cfg.Slurm.Coordinator, cfg.Slurm.SharedDir = "", "/shared/kb"
+	s = newSlurm(cfg, "boot1", func(*store.Leaderboard) (*problems.Task, error) { return nil, nil }, testLogger(t))
+	got = string(s.script(7, "tok3n"))
+	if !strings.Contains(got, "'node' 'run-job' '--shared-dir' '/shared/kb/kernelbox-"+s.coordinatorHash()+"' '--run' '7'") || strings.Contains(got, "--coordinator") {
+		t.Errorf("script with a shared directory:\n%s", got)
 	}
 }

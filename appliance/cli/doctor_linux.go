@@ -25,6 +25,7 @@ func doctorCommand() *cli.Command {
 		Usage: "check that this host can run kernelbox, and say what to fix",
 		Flags: []cli.Flag{pythonFlag(),
 			&cli.StringFlag{Name: "coordinator", Usage: "on a Slurm node: the coordinator's URL, checked with what the node side needs"},
+			&cli.StringFlag{Name: "shared-dir", Usage: "on a Slurm node whose coordinator has a slurm.shared_dir: that directory, checked with what the node side needs"},
 			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, EnvVars: []string{"KERNELBOX_CONFIG"},
 				Usage: "the daemon's config file, checked and read for its python (default " + defaultConfigFile + " when it exists)"}},
 		Action: runDoctor,
@@ -37,7 +38,8 @@ func runDoctor(c *cli.Context) error {
 	if cfgCheck != nil {
 		checks = append(checks, *cfgCheck)
 	}
-	if cfg.Executor == appliance.ExecutorSlurm && c.String("coordinator") == "" {
+	onNode := c.String("coordinator") != "" || c.String("shared-dir") != ""
+	if cfg.Executor == appliance.ExecutorSlurm && !onNode {
 		// A coordinator runs nothing itself: what it needs is Slurm.
 		return printChecks(c, append(checks, coordinatorChecks(c.Context, cfg.Slurm)...))
 	}
@@ -65,8 +67,8 @@ func runDoctor(c *cli.Context) error {
 		checks = append(checks, ch)
 	}
 	checks = append(checks, gpuChecks(inv)...)
-	if u := c.String("coordinator"); u != "" {
-		checks = append(checks, nodeChecks(c.Context, u)...)
+	if onNode {
+		checks = append(checks, nodeChecks(c.Context, c.String("coordinator"), c.String("shared-dir"))...)
 	}
 	return printChecks(c, checks)
 }

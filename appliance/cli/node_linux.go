@@ -35,7 +35,8 @@ func nodeCommand() *cli.Command {
 			Description: "The run's job token comes on --token-fd (or in " + EnvJobToken + "). The node's own config file (--config,\n" +
 				"or " + defaultConfigFile + " when it exists) gives its sandbox, Python and measurement.",
 			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "coordinator", Required: true, Usage: "the coordinator's API, like http://kernelbox.cluster:8470"},
+				&cli.StringFlag{Name: "coordinator", Usage: "the coordinator's API, like http://kernelbox.cluster:8470"},
+				&cli.StringFlag{Name: "shared-dir", Usage: "instead of --coordinator: the coordinator's directory on the cluster's shared filesystem (slurm.shared_dir)"},
 				&cli.Int64Flag{Name: "run", Required: true, Usage: "the run to carry out"},
 				&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "this node's config file"},
 				&cli.IntFlag{Name: "token-fd", Value: -1, Usage: "read the job token from this open file descriptor (the batch script's way) instead of " + EnvJobToken},
@@ -46,6 +47,9 @@ func nodeCommand() *cli.Command {
 }
 
 func runNodeJob(c *cli.Context) error {
+	if (c.String("coordinator") == "") == (c.String("shared-dir") == "") {
+		return usageError("node run-job: give --coordinator or --shared-dir, one of them")
+	}
 	token, err := jobToken(c.Int("token-fd"))
 	if err != nil {
 		return usageError("node run-job: %v", err)
@@ -56,7 +60,7 @@ func runNodeJob(c *cli.Context) error {
 	}
 	cfg.Version = version()
 	log := newLogger(c.App.ErrWriter, cfg.LogLevel, cfg.LogFormat)
-	o := appliance.NodeOptions{Coordinator: c.String("coordinator"), Run: c.Int64("run"), Token: token,
+	o := appliance.NodeOptions{Coordinator: c.String("coordinator"), SharedDir: c.String("shared-dir"), Run: c.Int64("run"), Token: token,
 		SlurmJob: os.Getenv("SLURM_JOB_ID"), GPUs: os.Getenv("SLURM_JOB_GPUS"), Node: os.Getenv("SLURMD_NODENAME")}
 	// scancel sends SIGTERM: the run's sandboxes are stopped, not left behind.
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
@@ -108,8 +112,41 @@ func nodeConfig(path string) (appliance.Config, error) {
 
 // nodeChecks are doctor's checks of what a Slurm node needs besides what
 // every box needs: the coordinator within reach and of the same version,
-// and the GRES this node's slurmd reports (for slurm.pools).
-func nodeChecks(ctx context.Context, coordinator string) []sandbox.Check {
+// or the shared directory writable, and the GRES this node's slurmd
+// reports (for slurm.pools).
+func nodeChecks(ctx context.Context, coordinator, sharedDir string) []sandbox.Check {
+	var out []sandbox.Check
+	if coordinator != "" {
+		out = append(out, coordinatorCheck(ctx, coordinator))
+	}
+	if sharedDir != "" {
+		out = append(out, sharedDirCheck(sharedDir))
+	}
+	gres := sandbox.Check{Name: "Slurm GRES", OK: true}
+	if path, err := exec.LookPath("slurmd"); err != nil {
+		gres.OK, gres.Info = false, "no slurmd on PATH: this is not a Slurm node"
+		gres.Fix = "run doctor --coordinator on a node of the cluster (apt-get install slurmd)"
+	} else if b, err := exec.CommandContext(ctx, path, "-G").CombinedOutput(); err != nil {
+		gres.OK, gres.Info = false, "slurmd -G: "+firstLineOf(strings.TrimSpace(string(b)))
+		gres.Fix = "fix gres.conf: slurmd -G shows what slurmd would report"
+	} else {
+		var lines []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if i := strings.Index(l, "Gres Name="); i >= 0 {
+				lines = append(lines, strings.Join(strings.Fields(l[i:])[:min(4, len(strings.Fields(l[i:])))], " "))
+			}
+		}
+		gres.Info = "slurmd reports " + strings.Join(lines, "; ")
+		if len(lines) == 0 {
+			gres.Info = "slurmd reports no GRES: only a CPU pool (gres empty) can run here"
+		}
+	}
+	return append(out, gres)
+}
+
+// coordinatorCheck checks that the coordinator answers, of this node's
+// version.
+func coordinatorCheck(ctx context.Context, coordinator string) sandbox.Check {
 	ch := sandbox.Check{Name: "coordinator", Fix: "start the coordinator, or check the URL and the firewall between this node and it"}
 	c, err := api.NewClient(coordinator, "")
 	if err == nil {
@@ -132,27 +169,23 @@ func nodeChecks(ctx context.Context, coordinator string) []sandbox.Check {
 	if err != nil {
 		ch.Info = err.Error()
 	}
-	out := []sandbox.Check{ch}
-	gres := sandbox.Check{Name: "Slurm GRES", OK: true}
-	if path, err := exec.LookPath("slurmd"); err != nil {
-		gres.OK, gres.Info = false, "no slurmd on PATH: this is not a Slurm node"
-		gres.Fix = "run doctor --coordinator on a node of the cluster (apt-get install slurmd)"
-	} else if b, err := exec.CommandContext(ctx, path, "-G").CombinedOutput(); err != nil {
-		gres.OK, gres.Info = false, "slurmd -G: "+firstLineOf(strings.TrimSpace(string(b)))
-		gres.Fix = "fix gres.conf: slurmd -G shows what slurmd would report"
-	} else {
-		var lines []string
-		for _, l := range strings.Split(string(b), "\n") {
-			if i := strings.Index(l, "Gres Name="); i >= 0 {
-				lines = append(lines, strings.Join(strings.Fields(l[i:])[:min(4, len(strings.Fields(l[i:])))], " "))
-			}
-		}
-		gres.Info = "slurmd reports " + strings.Join(lines, "; ")
-		if len(lines) == 0 {
-			gres.Info = "slurmd reports no GRES: only a CPU pool (gres empty) can run here"
-		}
+	return ch
+}
+
+// sharedDirCheck checks that this user can write in the shared directory
+// (slurm.shared_dir), where runs and reports go between the coordinator
+// and the nodes.
+func sharedDirCheck(dir string) sandbox.Check {
+	ch := sandbox.Check{Name: "shared directory", Fix: "mount the cluster's shared filesystem here, and give the user the jobs run as (the coordinator's) this directory"}
+	f, err := os.CreateTemp(dir, ".kernelbox-doctor-")
+	if err != nil {
+		ch.Info = err.Error()
+		return ch
 	}
-	return append(out, gres)
+	f.Close()
+	os.Remove(f.Name())
+	ch.OK, ch.Info = true, dir+" is writable here"
+	return ch
 }
 
 // coordinatorChecks are doctor's checks of a coordinator (executor:
@@ -187,6 +220,9 @@ func coordinatorChecks(ctx context.Context, sc appliance.SlurmConfig) []sandbox.
 			Fix: "start slurmctld, or check munge and slurm.conf on this machine"}}
 	}
 	checks := []sandbox.Check{cmds}
+	if sc.SharedDir != "" {
+		checks = append(checks, sharedDirCheck(sc.SharedDir))
+	}
 	offered := strings.Fields(strings.ReplaceAll(string(out), ",", " "))
 	for _, p := range sc.Pools {
 		ch := sandbox.Check{Name: "Slurm pool " + p.GPUType, OK: true}

@@ -1,0 +1,273 @@
+package appliance
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"kernelbox/appliance/api"
+	"kernelbox/problems"
+)
+
+// The shared-directory exchange (slurm.shared_dir): where the cluster's
+// nodes cannot reach the coordinator's API (a firewall between the
+// compute network and the contest's front) they reach it through the
+// filesystem every Slurm cluster shares. It carries what the node API
+// carries. The coordinator writes each attempt's job into a directory of
+// its own, named for the attempt's token; the node appends its progress
+// there and publishes its result with a hard link, which fails when a
+// result is there already. The directory goes when the attempt ends, so
+// a node that comes back late finds nowhere to write.
+//
+// Only rename, link and append are relied on: NFS gives close-to-open
+// consistency and an atomic link, and nothing here needs more.
+
+const (
+	spoolJobFile    = "job.json"
+	spoolEventsFile = "events.jsonl"
+	spoolResultFile = "result.json"
+	// spoolEventsMax bounds what one attempt's events file may hold: the
+	// run writes its events, and a flood must not fill the coordinator.
+	spoolEventsMax = 64 << 20
+	// spoolTick is how often an attempt's directory is looked at: the
+	// result's latency, where the API's is none.
+	spoolTick = 250 * time.Millisecond
+)
+
+// spoolRoot is the coordinator's own part of the shared directory: two
+// coordinators (a staging box beside the contest's) may share one, and
+// each clears only its own.
+func spoolRoot(shared, coordinatorHash string) string {
+	return filepath.Join(shared, "kernelbox-"+coordinatorHash)
+}
+
+// spoolAttempt is an attempt's directory under root: named for the hash of
+// its token, which only the attempt's batch script holds.
+func spoolAttempt(root, token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return filepath.Join(root, hex.EncodeToString(sum[:16]))
+}
+
+// openSpool makes the coordinator's part of the shared directory, private
+// to the daemon's user (the jobs hold code and secret seeds), and clears
+// what an earlier boot left there: its attempts ended with it. The shared
+// directory itself must be there: made here, on a filesystem that is not
+// mounted, it would be this machine's alone and no node would find a run.
+func openSpool(root string, log *slog.Logger) error {
+	shared := filepath.Dir(root)
+	if st, err := os.Stat(shared); err != nil || !st.IsDir() {
+		return fmt.Errorf("slurm.shared_dir %s is not a directory here (is the cluster's shared filesystem mounted?): %v", shared, err)
+	}
+	if err := os.Mkdir(root, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("slurm.shared_dir: %w", err)
+	}
+	if err := os.Chmod(root, 0o700); err != nil {
+		return fmt.Errorf("slurm.shared_dir: %w", err)
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return fmt.Errorf("slurm.shared_dir: %w", err)
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(root, e.Name())); err != nil {
+			log.Warn("remove an earlier boot's job directory", "dir", e.Name(), "err", err)
+		}
+	}
+	if len(entries) > 0 {
+		log.Info("removed an earlier boot's job directories from the shared directory", "dirs", len(entries))
+	}
+	return nil
+}
+
+// spoolOut is one attempt's directory as the coordinator reads it.
+type spoolOut struct {
+	dir       string
+	read      int64 // how far events.jsonl has been read
+	maxResult int64
+	flooded   bool
+}
+
+// publish writes the attempt's job where its node will look.
+func publishSpool(root, token string, job api.NodeJob, maxResult int64) (*spoolOut, error) {
+	dir := spoolAttempt(root, token)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("shared directory for run %d: %w", job.Run, err)
+	}
+	out := &spoolOut{dir: dir, maxResult: maxResult}
+	data, err := json.Marshal(job)
+	if err == nil {
+		// The events file is there before the node is: a node may append
+		// to it and never create it, nor anything in a removed directory.
+		err = os.WriteFile(filepath.Join(dir, spoolEventsFile), nil, 0o600)
+	}
+	if err == nil {
+		err = problems.WriteFileAtomic(filepath.Join(dir, spoolJobFile), func(w io.Writer) error {
+			_, err := w.Write(data)
+			return err
+		})
+	}
+	if err != nil {
+		out.remove()
+		return nil, fmt.Errorf("shared directory for run %d: %w", job.Run, err)
+	}
+	return out, nil
+}
+
+func (o *spoolOut) remove() { _ = os.RemoveAll(o.dir) }
+
+// events hands on each whole line appended to the events file since the
+// last look.
+func (o *spoolOut) events(ctx context.Context, log *slog.Logger, each func(context.Context, api.NodeEvent) error) {
+	if o.flooded {
+		return
+	}
+	f, err := os.Open(filepath.Join(o.dir, spoolEventsFile))
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() <= o.read {
+		return
+	}
+	if st.Size() > spoolEventsMax {
+		o.flooded = true
+		log.Warn("the node's events file is over its bound: its progress is no longer followed", "bytes", st.Size())
+		return
+	}
+	buf := make([]byte, st.Size()-o.read)
+	n, _ := f.ReadAt(buf, o.read)
+	buf = buf[:n]
+	end := bytes.LastIndexByte(buf, '\n')
+	if end < 0 {
+		return // a line still being written
+	}
+	for _, line := range bytes.Split(buf[:end], []byte("\n")) {
+		var ev api.NodeEvent
+		if err := json.Unmarshal(line, &ev); err != nil {
+			log.Warn("a node's event is not JSON: skipped", "err", err)
+			continue
+		}
+		if err := each(ctx, ev); err != nil {
+			log.Warn("a node's event", "err", err)
+		}
+	}
+	o.read += int64(end) + 1
+}
+
+// result is the node's report when it is there, nil when it is not yet.
+func (o *spoolOut) result() (*api.NodeResult, error) {
+	f, err := os.Open(filepath.Join(o.dir, spoolResultFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > o.maxResult {
+		return nil, fmt.Errorf("the node's report is %d bytes, over the coordinator's bound of %d (profiler.max_report and the run's output)", st.Size(), o.maxResult)
+	}
+	var res api.NodeResult
+	if err := json.NewDecoder(f).Decode(&res); err != nil {
+		return nil, fmt.Errorf("the node's report: %w", err)
+	}
+	if res.Error == "" && res.Report == nil {
+		return nil, errors.New("the node's report holds neither a report nor an error")
+	}
+	return &res, nil
+}
+
+// spoolLink is the node's side of the exchange.
+type spoolLink struct {
+	dir string
+	run int64
+	log *slog.Logger
+}
+
+func (l *spoolLink) job(context.Context) (*api.NodeJob, error) {
+	data, err := os.ReadFile(filepath.Join(l.dir, spoolJobFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no run %d in the shared directory for this job token (given up, or ended)", l.run)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var j api.NodeJob
+	if err := json.Unmarshal(data, &j); err != nil {
+		return nil, fmt.Errorf("the job in the shared directory: %w", err)
+	}
+	if j.Run != l.run {
+		return nil, fmt.Errorf("the shared directory holds run %d for this job token, not run %d", j.Run, l.run)
+	}
+	return &j, nil
+}
+
+// event appends one line: a single write to a file opened for appending,
+// which a reader never sees half of on a local filesystem; on NFS the
+// reader skips a line it cannot parse.
+func (l *spoolLink) event(_ context.Context, ev api.NodeEvent) error {
+	line, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(l.dir, spoolEventsFile), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(line, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// result publishes the report: written aside, then linked into place,
+// which fails if a report is there already (the coordinator keeps the
+// first) or the directory is gone (the attempt was given up).
+func (l *spoolLink) result(_ context.Context, res api.NodeResult) error {
+	data, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(l.dir, ".result-"+strconv.Itoa(os.Getpid()))
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("write the report for run %d in the shared directory (given up, or ended?): %w", l.run, err)
+	}
+	defer os.Remove(tmp)
+	f, err := os.Open(tmp)
+	if err == nil {
+		err = f.Sync() // on the server before the coordinator can see it
+		f.Close()
+	}
+	if err != nil {
+		return err
+	}
+	err = os.Link(tmp, filepath.Join(l.dir, spoolResultFile))
+	if errors.Is(err, fs.ErrExist) {
+		l.log.Info("the coordinator had the report already")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("publish the report for run %d: %w", l.run, err)
+	}
+	l.log.Info("reported", "passed", res.Report != nil && res.Report.Passed, "error", res.Error, "via", "shared directory")
+	return nil
+}
+
+func (l *spoolLink) close() {}
