@@ -89,6 +89,7 @@ type slurm struct {
 	appendEvent func(ctx context.Context, sub int64, p api.Payload) error
 	// where says, by slot, where its run is out in Slurm (kernelbox gpus).
 	where sync.Map
+	board *jobBoard
 }
 
 func (s *slurm) remote(slot string) string {
@@ -117,6 +118,7 @@ func newSlurm(cfg Config, boot string, tasks func(*store.Leaderboard) (*problems
 	if cfg.Slurm.SharedDir != "" {
 		s.spool = spoolRoot(cfg.Slurm.SharedDir, s.coordinatorHash())
 	}
+	s.board = newJobBoard(s.squeue, cfg.Slurm.Poll/2)
 	return s
 }
 
@@ -165,6 +167,7 @@ func (s *slurm) execute(ctx context.Context, g gang, rc *store.RunContext, _ fun
 		}
 		return nil, err
 	}
+	defer s.board.watch(id)()
 	log := s.log.With(logRun, rc.Run.ID, logSlurmJob, id)
 	log.Info("submitted to Slurm", "gpu", g[0].GPUType, "gpus", len(g))
 	s.tell(g, "Slurm job "+id+" submitted")
@@ -317,7 +320,7 @@ func (s *slurm) wait(ctx context.Context, log *slog.Logger, id string, nr *nodeR
 			continue
 		case <-t.C:
 		}
-		st, err := s.jobState(ctx, id)
+		st, err := s.board.state(ctx, id)
 		if err != nil {
 			// Slurm may be restarting; the job may well be running on. Say
 			// so once a minute or so, not every poll.
@@ -381,64 +384,6 @@ func nodeOrNone(node string) string {
 		return "no node"
 	}
 	return node
-}
-
-// slurmJob is what squeue says of a job.
-type slurmJob struct{ state, reason, node string }
-
-// alive says whether the job is on its way: waiting for resources or a
-// scheduler pass, starting, running or ending. Anything else ends the
-// attempt: the job ended (COMPLETED without a report, FAILED, NODE_FAIL,
-// PREEMPTED, TIMEOUT, CANCELLED by someone else, or gone from Slurm), or
-// it waits for what will not come by itself (stuck).
-func (j slurmJob) alive() bool {
-	switch j.state {
-	case "PENDING":
-		return !j.stuck()
-	case "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED", "RESIZING", "SIGNALING", "STAGE_OUT", "REQUEUE_FED":
-		return true
-	}
-	return false
-}
-
-// stuck says whether a job still in Slurm waits for an operator (a hold,
-// a suspension: a timed run must not be stopped midway) or for what its
-// request can never get.
-func (j slurmJob) stuck() bool {
-	switch j.state {
-	case "SUSPENDED", "STOPPED", "REQUEUE_HOLD", "RESV_DEL_HOLD", "SPECIAL_EXIT":
-		return true
-	case "PENDING":
-		switch j.reason {
-		case "JobHeldAdmin", "JobHeldUser", "BadConstraints", "PartitionTimeLimit", "PartitionNodeLimit",
-			"DependencyNeverSatisfied", "InvalidAccount", "InvalidQOS":
-			return true
-		}
-		return strings.HasSuffix(j.reason, "MaxWallDurationPerJobLimit")
-	}
-	return false
-}
-
-func (s *slurm) jobState(ctx context.Context, id string) (slurmJob, error) {
-	out, err := s.slurmCmd(ctx, "squeue", nil, "--noheader", "--states=all", "--jobs="+id, "--format=%T|%r|%N")
-	if err != nil {
-		if strings.Contains(err.Error(), "Invalid job id") {
-			return slurmJob{state: "GONE", reason: "Slurm no longer knows the job"}, nil
-		}
-		return slurmJob{}, err
-	}
-	line := strings.TrimSpace(out)
-	if line == "" {
-		return slurmJob{state: "GONE", reason: "Slurm no longer knows the job"}, nil
-	}
-	f := strings.SplitN(strings.SplitN(line, "\n", 2)[0], "|", 3)
-	for len(f) < 3 {
-		f = append(f, "")
-	}
-	if f[2] == "(null)" { // squeue's word for a job not placed yet
-		f[2] = ""
-	}
-	return slurmJob{state: f[0], reason: f[1], node: f[2]}, nil
 }
 
 // cancel cancels a job whose run is over here (cancelled, or the daemon
