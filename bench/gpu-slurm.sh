@@ -9,7 +9,9 @@
 # the harness in its sandbox, and reports to the coordinator.
 # - local: the vectoradd chunked solution, leaderboard mode x$N (5), on
 #   the daemon with the local executor (clocks locked at $LOCK MHz);
-# - slurm: the same through the coordinator and the node side;
+# - shared: the same through a coordinator whose node side reports in a
+#   shared directory (slurm.shared_dir), not to its API;
+# - slurm: the same through the coordinator's API and the node side;
 # - modes: one test and one profile run through the node side (the
 #   .ncu-rep comes back to the coordinator and is downloaded from it).
 # Writes $OUT/gpu-slurm.txt and the submissions' JSON under $OUT/runs.
@@ -33,11 +35,15 @@ cat > \$d/\$id.sh; echo "\$@" > \$d/\$id.args
 SLURM_JOB_ID=\$id SLURM_JOB_GPUS=$minor SLURMD_NODENAME=\$(hostname) CUDA_VISIBLE_DEVICES=0 setsid flock \$d/gpu.lock sh \$d/\$id.sh >"\$o" 2>&1 </dev/null &
 echo \$! > \$d/\$id.pid; echo \$id
 SH
+# squeue --jobs=a,b,... --format=%i|%T|%r|%N, as the coordinator asks.
 cat > "$fake/squeue" <<SH
 #!/bin/sh
 for a in "\$@"; do case \$a in --jobs=*) j=\${a#--jobs=};; esac; done
 [ -n "\${j:-}" ] || exit 0
-if kill -0 \$(cat $fake/state/\$j.pid) 2>/dev/null; then echo "RUNNING|None|\$(hostname)"; else echo "COMPLETED|None|\$(hostname)"; fi
+echo "\$(date +%s.%N) \$j" >> $fake/state/squeue.calls
+for id in \$(echo "\$j" | tr , ' '); do
+  if kill -0 \$(cat $fake/state/\$id.pid) 2>/dev/null; then echo "\$id|RUNNING|None|\$(hostname)"; else echo "\$id|COMPLETED|None|\$(hostname)"; fi
+done
 SH
 cat > "$fake/scancel" <<SH
 #!/bin/sh
@@ -84,15 +90,18 @@ submit_all local leaderboard
 stop
 fi
 
-step "slurm executor (stand-in sbatch), node side real"
 nodedata=$(mktemp -d)
 printf 'data: %s\npython: %s\nmeasurement:\n  clocks: {%s: "%s"}\n' "$nodedata" "$py" "$gtype" "$lock" > /tmp/kb-node.yaml
+# coordinator LINK: a coordinator with executor: slurm whose nodes reach
+# it by LINK (a slurm.coordinator or a slurm.shared_dir line).
+coordinator() {
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+link=${1//PORT/$port}
 cat > /tmp/kb-coord.yaml <<Y
 listen: 127.0.0.1:$port
 executor: slurm
 slurm:
-  coordinator: http://127.0.0.1:$port
+  $link
   bin: $fake
   command: [$kb]
   node_config: /tmp/kb-node.yaml
@@ -106,18 +115,33 @@ $kb serve --config /tmp/kb-coord.yaml --data "$data" >"$data/out" 2>"$data/log" 
 pid=$!
 for i in $(seq 300); do grep -q "serving on" "$data/out" 2>/dev/null && break; sleep 0.2; done
 export KERNELBOX_SERVER=http://127.0.0.1:$port KERNELBOX_TOKEN=$(cat "$data/admin-token")
-$kb gpus
-submit_all slurm leaderboard
-python3 - "$out/runs" <<'PY'
+}
+ratio() { # $1 tag
+python3 - "$out/runs" "$1" <<'PY'
 import os, sys
-d = sys.argv[1]
+d, tag = sys.argv[1], sys.argv[2]
 if not os.path.exists(f"{d}/median-local.txt"):
     sys.exit(0)
 l = [float(x) for x in open(f"{d}/median-local.txt").read().split()]
-s = [float(x) for x in open(f"{d}/median-slurm.txt").read().split()]
+s = [float(x) for x in open(f"{d}/median-{tag}.txt").read().split()]
 if l[0] and s[0]:
-    print(f"  ratio slurm/local: score {s[0]/l[0]:.4f}, wall {s[1]/l[1]:.2f} ({s[1]-l[1]:+.2f} s)")
+    print(f"  ratio {tag}/local: score {s[0]/l[0]:.4f}, wall {s[1]/l[1]:.2f} ({s[1]-l[1]:+.2f} s)")
 PY
+}
+
+step "slurm executor through a shared directory (stand-in sbatch), node side real"
+shared=$(mktemp -d)
+coordinator "shared_dir: $shared"
+submit_all shared leaderboard
+ratio shared
+echo "  attempt directories left: $(ls $shared/kernelbox-* | wc -l)"
+stop
+
+step "slurm executor through the API (stand-in sbatch), node side real"
+coordinator "coordinator: http://127.0.0.1:PORT"
+$kb gpus
+submit_all slurm leaderboard
+ratio slurm
 step "a run's record through the node side"
 python3 - "$KERNELBOX_SERVER" "$KERNELBOX_TOKEN" <<'PY'
 import json, sys, urllib.request
@@ -144,6 +168,7 @@ echo "  sbatch arguments of the last job: $(cat $fake/state/$(cat $fake/state/ne
 stop
 echo; echo "coordinator log (warnings and errors):"; grep -E "level=(WARN|ERROR)" "$data/log" | tail -20
 echo "a node's output:"; tail -5 "$fake/state/job-1.out"
+echo "squeue calls: $(wc -l < $fake/state/squeue.calls), the most jobs in one: $(awk '{print split($2, a, ",")}' $fake/state/squeue.calls | sort -n | tail -1)"
 echo "each job on the node: setup (config, sandbox runtime, Python probe or its kept copy, GPU discovery, clock lock), then the run to its report"
 python3 - "$fake/state" <<'PY'
 import glob, re, sys
