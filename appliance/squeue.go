@@ -51,18 +51,28 @@ var gone = slurmJob{state: "GONE", reason: "Slurm no longer knows the job"}
 // jobBoard asks Slurm about every job out in one squeue at a time, however
 // many runs wait on it: hundreds of runs out must not mean hundreds of
 // squeue calls a poll on slurmctld. A run asks for its job's state each
-// poll; an answer younger than fresh that covered the job stands.
+// poll; an answer younger than fresh that covered the job stands, and
+// the runs that look while squeue runs wait for its answer, each only as
+// long as its own context lets it (no lock is held across squeue).
 type jobBoard struct {
 	ask   func(ctx context.Context, ids []string) (map[string]slurmJob, error)
 	fresh time.Duration
 	now   func() time.Time
 
-	mu       sync.Mutex
-	watched  map[string]int // job id: how many runs wait on it
-	at       time.Time
-	answer   map[string]slurmJob
-	answered map[string]bool // the ids the answer covered
-	err      error
+	mu      sync.Mutex
+	watched map[string]int // job id: how many runs wait on it
+	last    *boardAnswer   // the latest squeue, asked or in flight
+}
+
+// boardAnswer is one squeue: done closes when its answer is in.
+type boardAnswer struct {
+	ids  map[string]bool
+	done chan struct{}
+	// Set before done closes.
+	at     time.Time
+	jobs   map[string]slurmJob
+	err    error
+	cutOff bool // its asker's context ended: not Slurm's answer
 }
 
 func newJobBoard(ask func(context.Context, []string) (map[string]slurmJob, error), fresh time.Duration) *jobBoard {
@@ -83,37 +93,62 @@ func (b *jobBoard) watch(id string) func() {
 	}
 }
 
-// state is what Slurm says of job id, asked now for every watched job
-// unless a fresh answer covered it. The runs that ask while squeue runs
-// wait for its answer and share it.
+// state is what Slurm says of job id: from the latest squeue when it
+// covers the job and is fresh or still running, else from a new one for
+// every watched job, which this caller runs.
 func (b *jobBoard) state(ctx context.Context, id string) (slurmJob, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.now().Sub(b.at) >= b.fresh || !b.answered[id] {
-		ids := make([]string, 0, len(b.watched)+1)
-		for w := range b.watched {
-			ids = append(ids, w)
-		}
-		if b.watched[id] == 0 {
-			ids = append(ids, id)
-		}
-		slices.Sort(ids)
-		b.answer, b.err = b.ask(ctx, ids)
-		b.at, b.answered = b.now(), map[string]bool{}
-		if ctx.Err() != nil {
-			b.at = time.Time{} // this run's end, not Slurm's answer: the next asks again
-		}
-		for _, w := range ids {
-			b.answered[w] = true
-		}
+	a, mine := b.answerFor(id)
+	if mine {
+		jobs, err := b.ask(ctx, sortedKeys(a.ids))
+		b.mu.Lock()
+		a.at, a.jobs, a.err, a.cutOff = b.now(), jobs, err, ctx.Err() != nil
+		b.mu.Unlock()
+		close(a.done)
 	}
-	if b.err != nil {
-		return slurmJob{}, b.err
+	select {
+	case <-a.done:
+	case <-ctx.Done():
+		return slurmJob{}, ctx.Err()
 	}
-	if st, ok := b.answer[id]; ok {
+	if a.err != nil {
+		return slurmJob{}, a.err
+	}
+	if st, ok := a.jobs[id]; ok {
 		return st, nil
 	}
 	return gone, nil
+}
+
+// answerFor is the squeue whose answer id may wait for, and whether the
+// caller is to run it (a new one).
+func (b *jobBoard) answerFor(id string) (*boardAnswer, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if a := b.last; a != nil && a.ids[id] {
+		select {
+		case <-a.done:
+			if !a.cutOff && b.now().Sub(a.at) < b.fresh {
+				return a, false
+			}
+		default:
+			return a, false // in flight: its answer is the freshest there is
+		}
+	}
+	ids := map[string]bool{id: true}
+	for w := range b.watched {
+		ids[w] = true
+	}
+	b.last = &boardAnswer{ids: ids, done: make(chan struct{})}
+	return b.last, true
+}
+
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // squeue asks Slurm about the jobs ids; a job it does not name is gone.

@@ -163,3 +163,54 @@ func TestParseSqueue(t *testing.T) {
 		t.Errorf("parseSqueue of nothing = %v", got)
 	}
 }
+
+// A squeue that hangs (slurmctld slow to answer) holds no one else: a
+// run may still watch or unwatch its job, and one whose context ends
+// stops waiting for the answer.
+func TestJobBoard_SlowSqueue(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	asked := make(chan struct{})
+	ask := func(context.Context, []string) (map[string]slurmJob, error) {
+		close(asked)
+		<-release
+		return map[string]slurmJob{"1": {state: "RUNNING"}}, nil
+	}
+	b := newJobBoard(ask, time.Hour)
+	defer b.watch("1")()
+	first := make(chan slurmJob)
+	go func() {
+		st, _ := b.state(t.Context(), "1")
+		first <- st
+	}()
+	<-asked
+	done := make(chan struct{})
+	go func() {
+		b.watch("2")()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("watch waited on the squeue in flight")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	waiting := make(chan error)
+	go func() {
+		_, err := b.state(ctx, "1")
+		waiting <- err
+	}()
+	cancel()
+	select {
+	case err := <-waiting:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("a look whose run ended = %v, want its context's end", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a look whose run ended still waits on the squeue in flight")
+	}
+	close(release)
+	if st := <-first; st.state != "RUNNING" {
+		t.Errorf("the squeue's own caller = %+v, want its answer", st)
+	}
+}
