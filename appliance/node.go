@@ -155,10 +155,7 @@ func sendResult(ctx context.Context, c *api.Client, run int64, res api.NodeResul
 			return nil
 		case code == api.CodeTooLarge && len(res.Profile) > 0:
 			log.Warn("the report is too large for the coordinator: sending it without the Nsight Compute report", "bytes", len(res.Profile), "err", err)
-			if res.Report != nil && res.Report.Profile != nil {
-				res.Report.Profile.Summary += fmt.Sprintf("\n(the report, %d bytes, was over the coordinator's limit and was not kept)\n", len(res.Profile))
-			}
-			res.Profile = nil
+			res = withoutProfile(res)
 			continue
 		case try == 5 || code == api.CodeUnauthorized || code == api.CodeInvalid || code == api.CodeTooLarge || ctx.Err() != nil:
 			return err
@@ -170,6 +167,20 @@ func sendResult(ctx context.Context, c *api.Client, run int64, res api.NodeResul
 		case <-time.After(time.Duration(try) * time.Second):
 		}
 	}
+}
+
+// withoutProfile is a report without its Nsight Compute report, which the
+// profile's summary then says.
+func withoutProfile(res api.NodeResult) api.NodeResult {
+	if res.Report != nil && res.Report.Profile != nil {
+		rep := *res.Report
+		prof := *rep.Profile
+		prof.Summary += fmt.Sprintf("\n(the report, %d bytes, was over the coordinator's limit and was not kept)\n", len(res.Profile))
+		rep.Profile = &prof
+		res.Report = &rep
+	}
+	res.Profile = nil
+	return res
 }
 
 // runOnNode runs the job here, in a directory of its own under the data

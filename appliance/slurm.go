@@ -47,6 +47,17 @@ func (d *Daemon) startCoordinator(ctx context.Context) error {
 	}
 	sl := newSlurm(d.cfg, d.svc.boot, d.svc.runTask, d.log.With("component", "slurm"))
 	sl.appendEvent = d.svc.store.AppendEvent
+	if d.cfg.Slurm.Coordinator == "" {
+		// No URL to name this coordinator by: an id of its own, kept in
+		// its data directory, so that two coordinators on one shared
+		// directory keep apart and a restart knows its earlier jobs.
+		id, err := coordinatorID(filepath.Join(d.cfg.DataDir, "slurm-coordinator-id"))
+		if err != nil {
+			return err
+		}
+		sl.name = "id:" + id
+		sl.spool = spoolRoot(d.cfg.Slurm.SharedDir, sl.coordinatorHash())
+	}
 	if sl.spool != "" {
 		if err := openSpool(sl.spool, sl.log); err != nil {
 			return err
@@ -87,6 +98,8 @@ type slurm struct {
 	spool string
 	// appendEvent logs a node's progress for the submission's live view.
 	appendEvent func(ctx context.Context, sub int64, p api.Payload) error
+	// name names this coordinator when it has no URL (coordinatorHash).
+	name string
 	// where says, by slot, where its run is out in Slurm (kernelbox gpus).
 	where sync.Map
 	board *jobBoard
@@ -314,7 +327,7 @@ func (s *slurm) wait(ctx context.Context, log *slog.Logger, id string, nr *nodeR
 		case <-ctx.Done():
 			return api.NodeResult{}, ctx.Err()
 		case <-spoolTicks:
-			if res, err := s.spoolResult(ctx, log, nr); err != nil || res != nil {
+			if res, err := s.spoolResult(ctx, log, nr, false); err != nil || res != nil {
 				return deref(res), err
 			}
 			continue
@@ -344,7 +357,7 @@ func (s *slurm) wait(ctx context.Context, log *slog.Logger, id string, nr *nodeR
 			return res, nil
 		default:
 		}
-		if res, err := s.spoolResult(ctx, log, nr); err != nil || res != nil {
+		if res, err := s.spoolResult(ctx, log, nr, true); err != nil || res != nil {
 			return deref(res), err
 		}
 		if st.stuck() {
@@ -364,11 +377,15 @@ func deref(res *api.NodeResult) api.NodeResult {
 
 // spoolResult passes on the events the node appended in the shared
 // directory and returns its report once it is there (nil before, and
-// always without a shared directory).
-func (s *slurm) spoolResult(ctx context.Context, log *slog.Logger, nr *nodeRun) (*api.NodeResult, error) {
+// always without a shared directory); final is the last look, the job
+// having ended.
+func (s *slurm) spoolResult(ctx context.Context, log *slog.Logger, nr *nodeRun, final bool) (*api.NodeResult, error) {
 	if nr.spool == nil {
 		return nil, nil
 	}
+	// The report first: the node appends its events before it links the
+	// report, so once the report is there, so is every event.
+	res, err := nr.spool.result(final)
 	nr.spool.events(ctx, log, func(ctx context.Context, ev api.NodeEvent) error {
 		p, err := nodeEventPayload(nr.job, ev)
 		if err != nil || p == nil {
@@ -376,7 +393,7 @@ func (s *slurm) spoolResult(ctx context.Context, log *slog.Logger, nr *nodeRun) 
 		}
 		return s.appendEvent(ctx, nr.job.Submission, p)
 	})
-	return nr.spool.result()
+	return res, err
 }
 
 func nodeOrNone(node string) string {
@@ -406,15 +423,32 @@ func (s *slurm) cancel(log *slog.Logger, id string) {
 // the run follow.
 func (s *slurm) commentPrefix() string { return "kernelbox:" + s.coordinatorHash() + ":" }
 
-// coordinatorHash names this coordinator: its URL's hash, or its shared
-// directory's when it has no URL.
+// coordinatorHash names this coordinator: its URL's hash, or its own
+// id's when it has no URL.
 func (s *slurm) coordinatorHash() string {
 	name := s.cfg.Coordinator
 	if name == "" {
-		name = "shared:" + s.cfg.SharedDir
+		name = s.name
 	}
 	sum := sha256.Sum256([]byte(name))
 	return hex.EncodeToString(sum[:4])
+}
+
+// coordinatorID is the id kept in file, made the first time.
+func coordinatorID(file string) (string, error) {
+	if b, err := os.ReadFile(file); err == nil && len(bytes.TrimSpace(b)) > 0 {
+		return string(bytes.TrimSpace(b)), nil
+	}
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	id := hex.EncodeToString(b[:])
+	err := problems.WriteFileAtomic(file, func(w io.Writer) error { _, err := io.WriteString(w, id+"\n"); return err })
+	if err != nil {
+		return "", fmt.Errorf("keep the coordinator's id: %w", err)
+	}
+	return id, nil
 }
 
 // cancelOrphans cancels the jobs an earlier boot of this coordinator left

@@ -13,7 +13,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"syscall"
 	"time"
 
 	"kernelbox/appliance/api"
@@ -28,7 +30,9 @@ import (
 // its own, named for the attempt's token; the node appends its progress
 // there and publishes its result with a hard link, which fails when a
 // result is there already. The directory goes when the attempt ends, so
-// a node that comes back late finds nowhere to write.
+// a node that comes back late finds nowhere to write. What keeps others
+// out is the Unix user: the directories are the daemon's user's alone,
+// and the jobs run as that user.
 //
 // Only rename, link and append are relied on: NFS gives close-to-open
 // consistency and an atomic link, and nothing here needs more.
@@ -64,23 +68,42 @@ func spoolAttempt(root, token string) string {
 // what an earlier boot left there: its attempts ended with it. The shared
 // directory itself must be there: made here, on a filesystem that is not
 // mounted, it would be this machine's alone and no node would find a run.
+//
+// A shared scratch area may be writable by other users, and the part's
+// name is public (every job's comment carries the hash): what is there
+// must be a directory of this user's, never a link followed, and it is
+// cleared through an os.Root, which stays inside it.
 func openSpool(root string, log *slog.Logger) error {
 	shared := filepath.Dir(root)
-	if st, err := os.Stat(shared); err != nil || !st.IsDir() {
-		return fmt.Errorf("slurm.shared_dir %s is not a directory here (is the cluster's shared filesystem mounted?): %v", shared, err)
+	if st, err := os.Stat(shared); err != nil {
+		return fmt.Errorf("slurm.shared_dir %s is not here (is the cluster's shared filesystem mounted?): %w", shared, err)
+	} else if !st.IsDir() {
+		return fmt.Errorf("slurm.shared_dir %s is not a directory", shared)
 	}
 	if err := os.Mkdir(root, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("slurm.shared_dir: %w", err)
+		return fmt.Errorf("make the coordinator's directory in slurm.shared_dir: %w", err)
 	}
-	if err := os.Chmod(root, 0o700); err != nil {
-		return fmt.Errorf("slurm.shared_dir: %w", err)
-	}
-	entries, err := os.ReadDir(root)
+	st, err := os.Lstat(root)
 	if err != nil {
-		return fmt.Errorf("slurm.shared_dir: %w", err)
+		return fmt.Errorf("the coordinator's directory in slurm.shared_dir: %w", err)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); !st.IsDir() || !ok || int(sys.Uid) != os.Getuid() {
+		return fmt.Errorf("%s is not a directory of this user's (a link, or another user's): not used; remove it", root)
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return fmt.Errorf("open the coordinator's directory in slurm.shared_dir: %w", err)
+	}
+	defer r.Close()
+	if err := r.Chmod(".", 0o700); err != nil {
+		return fmt.Errorf("make the coordinator's directory in slurm.shared_dir private: %w", err)
+	}
+	entries, err := fs.ReadDir(r.FS(), ".")
+	if err != nil {
+		return fmt.Errorf("read the coordinator's directory in slurm.shared_dir: %w", err)
 	}
 	for _, e := range entries {
-		if err := os.RemoveAll(filepath.Join(root, e.Name())); err != nil {
+		if err := r.RemoveAll(e.Name()); err != nil {
 			log.Warn("remove an earlier boot's job directory", "dir", e.Name(), "err", err)
 		}
 	}
@@ -105,6 +128,7 @@ func publishSpool(root, token string, job api.NodeJob, maxResult int64) (*spoolO
 		return nil, fmt.Errorf("shared directory for run %d: %w", job.Run, err)
 	}
 	out := &spoolOut{dir: dir, maxResult: maxResult}
+	job.MaxResult = maxResult
 	data, err := json.Marshal(job)
 	if err == nil {
 		// The events file is there before the node is: a node may append
@@ -124,7 +148,22 @@ func publishSpool(root, token string, job api.NodeJob, maxResult int64) (*spoolO
 	return out, nil
 }
 
-func (o *spoolOut) remove() { _ = os.RemoveAll(o.dir) }
+// remove ends the attempt's directory: renamed away first, so that a
+// node still at work finds its path gone at once, then removed (again if
+// the node put a file in it meanwhile); what stays is cleared at the
+// next start.
+func (o *spoolOut) remove() {
+	gone := o.dir + ".gone"
+	if err := os.Rename(o.dir, gone); err != nil {
+		gone = o.dir
+	}
+	for range 3 {
+		if os.RemoveAll(gone) == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
 
 // events hands on each whole line appended to the events file since the
 // last look.
@@ -167,18 +206,35 @@ func (o *spoolOut) events(ctx context.Context, log *slog.Logger, each func(conte
 }
 
 // result is the node's report when it is there, nil when it is not yet.
-func (o *spoolOut) result() (*api.NodeResult, error) {
-	f, err := os.Open(filepath.Join(o.dir, spoolResultFile))
-	if errors.Is(err, fs.ErrNotExist) {
+//
+// The directory is listed before the report is opened: on NFS a lookup
+// that found nothing is cached for the directory's attribute time (30 s
+// and more), while opening and reading the directory revalidates it.
+// An I/O error is the report's failure only when final (the job has
+// ended); before, it may be the filesystem's passing trouble (ESTALE,
+// a server failing over), and the next look tries again.
+func (o *spoolOut) result(final bool) (*api.NodeResult, error) {
+	names, err := listDir(o.dir)
+	if err == nil && !slices.Contains(names, spoolResultFile) {
 		return nil, nil
 	}
+	var f *os.File
+	if err == nil {
+		f, err = os.Open(filepath.Join(o.dir, spoolResultFile))
+	}
 	if err != nil {
-		return nil, err
+		if final {
+			return nil, fmt.Errorf("read the node's report in the shared directory: %w", err)
+		}
+		return nil, nil
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, err
+		if final {
+			return nil, fmt.Errorf("read the node's report in the shared directory: %w", err)
+		}
+		return nil, nil
 	}
 	if st.Size() > o.maxResult {
 		return nil, fmt.Errorf("the node's report is %d bytes, over the coordinator's bound of %d (profiler.max_report and the run's output)", st.Size(), o.maxResult)
@@ -193,11 +249,21 @@ func (o *spoolOut) result() (*api.NodeResult, error) {
 	return &res, nil
 }
 
+func listDir(dir string) ([]string, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.Readdirnames(-1)
+}
+
 // spoolLink is the node's side of the exchange.
 type spoolLink struct {
 	dir string
 	run int64
 	log *slog.Logger
+	max int64 // the coordinator's bound on a report, from the job
 }
 
 func (l *spoolLink) job(context.Context) (*api.NodeJob, error) {
@@ -206,7 +272,7 @@ func (l *spoolLink) job(context.Context) (*api.NodeJob, error) {
 		return nil, fmt.Errorf("no run %d in the shared directory for this job token (given up, or ended)", l.run)
 	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read the job in the shared directory: %w", err)
 	}
 	var j api.NodeJob
 	if err := json.Unmarshal(data, &j); err != nil {
@@ -215,6 +281,7 @@ func (l *spoolLink) job(context.Context) (*api.NodeJob, error) {
 	if j.Run != l.run {
 		return nil, fmt.Errorf("the shared directory holds run %d for this job token, not run %d", j.Run, l.run)
 	}
+	l.max = j.MaxResult
 	return &j, nil
 }
 
@@ -228,13 +295,16 @@ func (l *spoolLink) event(_ context.Context, ev api.NodeEvent) error {
 	}
 	f, err := os.OpenFile(filepath.Join(l.dir, spoolEventsFile), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
-		return err
+		return fmt.Errorf("report an event in the shared directory: %w", err)
 	}
 	_, err = f.Write(append(line, '\n'))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	return err
+	if err != nil {
+		return fmt.Errorf("report an event in the shared directory: %w", err)
+	}
+	return nil
 }
 
 // result publishes the report: written aside, then linked into place,
@@ -242,6 +312,13 @@ func (l *spoolLink) event(_ context.Context, ev api.NodeEvent) error {
 // first) or the directory is gone (the attempt was given up).
 func (l *spoolLink) result(_ context.Context, res api.NodeResult) error {
 	data, err := json.Marshal(res)
+	if err == nil && l.max > 0 && int64(len(data)) > l.max && len(res.Profile) > 0 {
+		// As through the API (a 413): the report goes without its Nsight
+		// Compute report rather than not at all.
+		l.log.Warn("the report is over the coordinator's bound: publishing it without the Nsight Compute report", "bytes", len(data), "bound", l.max)
+		res = withoutProfile(res)
+		data, err = json.Marshal(res)
+	}
 	if err != nil {
 		return err
 	}
@@ -256,7 +333,7 @@ func (l *spoolLink) result(_ context.Context, res api.NodeResult) error {
 		f.Close()
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("sync the report for run %d in the shared directory: %w", l.run, err)
 	}
 	err = os.Link(tmp, filepath.Join(l.dir, spoolResultFile))
 	if errors.Is(err, fs.ErrExist) {

@@ -80,6 +80,7 @@ func TestSpool_Exchange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	job.MaxResult = 1 << 20 // the bound travels with the job
 	if diff := cmp.Diff(job, *got); diff != "" {
 		t.Errorf("the job as the node reads it (-sent +read):\n%s", diff)
 	}
@@ -104,7 +105,7 @@ func TestSpool_Exchange(t *testing.T) {
 	if _, err := f.WriteString(`{"test":{"phase":"benchmark",`); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := s.spoolResult(ctx, s.log, nr); res != nil || err != nil {
+	if res, err := s.spoolResult(ctx, s.log, nr, false); res != nil || err != nil {
 		t.Fatalf("before the report: %+v, %v; want nothing yet", res, err)
 	}
 	test.Run, phase.Run = 5, 5
@@ -115,7 +116,7 @@ func TestSpool_Exchange(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	if _, err := s.spoolResult(ctx, s.log, nr); err != nil {
+	if _, err := s.spoolResult(ctx, s.log, nr, false); err != nil {
 		t.Fatal(err)
 	}
 	if got := events.take(); len(got) != 1 || got[0].(api.RunTest).Phase != "benchmark" || got[0].(api.RunTest).Index != 1 {
@@ -130,7 +131,7 @@ func TestSpool_Exchange(t *testing.T) {
 	if err := link.result(ctx, api.NodeResult{Error: "a second report"}); err != nil {
 		t.Errorf("a second report = %v, want taken as had already", err)
 	}
-	res, err := s.spoolResult(ctx, s.log, nr)
+	res, err := s.spoolResult(ctx, s.log, nr, false)
 	if err != nil || res == nil {
 		t.Fatalf("after the report: %v, %v", res, err)
 	}
@@ -149,8 +150,77 @@ func TestSpool_Exchange(t *testing.T) {
 	if _, err := link.job(ctx); err == nil || !strings.Contains(err.Error(), "no run 5") {
 		t.Errorf("the job after the attempt ended = %v, want no run 5", err)
 	}
-	if _, err := os.Stat(link.dir); !os.IsNotExist(err) {
-		t.Errorf("the attempt's directory after its end: %v, want gone", err)
+	if left, _ := os.ReadDir(root); len(left) != 0 {
+		t.Errorf("the coordinator's directory after the attempt's end holds %v, want nothing", left)
+	}
+}
+
+// The coordinator's part of a shared scratch area is refused when it is
+// a link or another user's: its name is public (it is in every job's
+// comment), and clearing it must never reach outside it.
+func TestSpool_RefusesALink(t *testing.T) {
+	t.Parallel()
+	shared, victim := t.TempDir(), t.TempDir()
+	keep := filepath.Join(victim, "kernelbox.db")
+	if err := os.WriteFile(keep, []byte("the data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	root := spoolRoot(shared, "0123abcd")
+	if err := os.Symlink(victim, root); err != nil {
+		t.Fatal(err)
+	}
+	err := openSpool(root, testLogger(t))
+	if err == nil || !strings.Contains(err.Error(), "not a directory of this user's") {
+		t.Errorf("openSpool on a link = %v, want refused", err)
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Errorf("the link's target after openSpool: %v, want untouched", err)
+	}
+}
+
+// A report over the coordinator's bound goes without its Nsight Compute
+// report, as through the API, rather than failing the run; the events
+// appended before the report all arrive with it.
+func TestSpool_ReportOverTheBound(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	root := spoolRoot(t.TempDir(), "0123abcd")
+	if err := openSpool(root, testLogger(t)); err != nil {
+		t.Fatal(err)
+	}
+	var events eventLog
+	s := &slurm{log: testLogger(t), spool: root, appendEvent: events.append}
+	job := api.NodeJob{Run: 4, Submission: 2, Mode: "profile"}
+	out, err := publishSpool(root, "tok", job, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.remove()
+	nr := &nodeRun{job: job, spool: out}
+	link := &spoolLink{dir: spoolAttempt(root, "tok"), run: 4, log: testLogger(t)}
+	if _, err := link.job(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := link.event(ctx, api.NodeEvent{Phase: &api.RunPhase{Phase: "profile", Passed: true}}); err != nil {
+		t.Fatal(err)
+	}
+	big := api.NodeResult{Report: &problems.Report{Passed: true, Profile: &problems.ProfileResult{Tool: "ncu", Summary: "sections"}},
+		Profile: make([]byte, 8192)}
+	if err := link.result(ctx, big); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.spoolResult(ctx, s.log, nr, false)
+	if err != nil || res == nil {
+		t.Fatalf("the report = %v, %v", res, err)
+	}
+	if len(res.Profile) != 0 || !strings.Contains(res.Report.Profile.Summary, "over the coordinator's limit") {
+		t.Errorf("the report over the bound: %d profile bytes, summary %q; want none, and the summary saying why", len(res.Profile), res.Report.Profile.Summary)
+	}
+	if got := events.take(); len(got) != 1 {
+		t.Errorf("events with the report = %v, want the phase", got)
+	}
+	if big.Report.Profile.Summary != "sections" {
+		t.Errorf("the node's own report was changed: %q", big.Report.Profile.Summary)
 	}
 }
 
@@ -182,7 +252,7 @@ func TestSpool_SecretAndBounds(t *testing.T) {
 	if err := link.result(ctx, api.NodeResult{Report: &problems.Report{Passed: true, Reason: strings.Repeat("x", 300)}}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.spoolResult(ctx, s.log, nr)
+	res, err := s.spoolResult(ctx, s.log, nr, false)
 	if err == nil || !strings.Contains(err.Error(), "over the coordinator's bound") {
 		t.Errorf("a report over the bound = %+v, %v; want refused", res, err)
 	}
@@ -192,5 +262,23 @@ func TestSpool_SecretAndBounds(t *testing.T) {
 	}
 	if p, ok := got[0].(api.RunPhase); !ok || !p.Secret || p.Run != 8 {
 		t.Errorf("the phase logged = %+v, want run 8's, marked secret", got[0])
+	}
+}
+
+// A coordinator with no URL is named by an id kept in its data
+// directory: the same across restarts, another for another coordinator.
+func TestCoordinatorID(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	a, err := coordinatorID(filepath.Join(dir, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := coordinatorID(filepath.Join(dir, "a"))
+	if err != nil || again != a {
+		t.Errorf("the id read again = %q, %v; want %q", again, err, a)
+	}
+	if other, _ := coordinatorID(filepath.Join(dir, "b")); other == a || len(other) != 32 {
+		t.Errorf("another coordinator's id = %q, want 32 hex digits other than %q", other, a)
 	}
 }

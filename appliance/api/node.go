@@ -35,6 +35,9 @@ type NodeJob struct {
 	Leaderboard string            `json:"leaderboard"`
 	Problem     map[string][]byte `json:"problem"`
 	ProblemSHA  string            `json:"problem_sha"`
+	// MaxResult, when set, is the most bytes the coordinator takes of a
+	// report through the shared directory; the API says so with a 413.
+	MaxResult int64 `json:"max_result,omitempty"`
 }
 
 // NodeEvent is a run's progress as a node reports it: POST
