@@ -167,8 +167,10 @@ $kb submissions show "$latest" --profile "$out/slurm.ncu-rep" >/dev/null; echo "
 echo "  sbatch arguments of the last job: $(cat $fake/state/$(cat $fake/state/next).args)"
 stop
 echo; echo "coordinator log (warnings and errors):"; grep -E "level=(WARN|ERROR)" "$data/log" | tail -20
-echo "a node's output:"; tail -5 "$fake/state/job-1.out"
-echo "squeue calls: $(wc -l < $fake/state/squeue.calls), the most jobs in one: $(awk '{print split($2, a, ",")}' $fake/state/squeue.calls | sort -n | tail -1)"
+echo "the first job's output (the shared-directory series):"; tail -5 "$fake/state/job-1.out"
+if [ -s "$fake/state/squeue.calls" ]; then
+  echo "squeue calls, both series: $(wc -l < $fake/state/squeue.calls), the most jobs in one: $(awk '{print split($2, a, ",")}' $fake/state/squeue.calls | sort -n | tail -1)"
+fi
 echo "each job on the node: setup (config, sandbox runtime, Python probe or its kept copy, GPU discovery, clock lock), then the run to its report"
 python3 - "$fake/state" <<'PY'
 import glob, re, sys
