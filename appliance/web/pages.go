@@ -79,11 +79,32 @@ func (h *Handler) register(w http.ResponseWriter, r *http.Request, _ *store.User
 
 func (h *Handler) setSession(w http.ResponseWriter, r *http.Request, token string) {
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: token, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil, MaxAge: 30 * 24 * 3600})
+		SameSite: http.SameSiteLaxMode, Secure: overTLS(r), MaxAge: 30 * 24 * 3600})
+}
+
+// overTLS says whether the browser reached the box over TLS: the daemon
+// serves plain HTTP, so that is a TLS reverse proxy in front of it, which
+// says so in X-Forwarded-Proto or Forwarded (RFC 7239). The header is not
+// trusted for anything else: a Secure cookie only keeps the browser from
+// sending it over plain HTTP, so a forged header can harm no one else.
+func overTLS(r *http.Request) bool {
+	if r.TLS != nil || strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Forwarded-Proto")), "https") {
+		return true
+	}
+	for _, f := range r.Header.Values("Forwarded") {
+		for _, part := range strings.FieldsFunc(f, func(c rune) bool { return c == ';' || c == ',' }) {
+			k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
+			if strings.EqualFold(k, "proto") && strings.EqualFold(strings.Trim(v, `"`), "https") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request, _ *store.User) error {
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode, MaxAge: -1})
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
+		Secure: overTLS(r), MaxAge: -1})
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 	return nil
 }
