@@ -191,10 +191,13 @@ func TestSweepNodeJobs(t *testing.T) {
 		if err := os.MkdirAll(filepath.Join(dir, name, "work"), 0o700); err != nil {
 			t.Fatal(err)
 		}
-		if name != "job-3" {
-			if err := os.Chtimes(filepath.Join(dir, name), old, old); err != nil {
-				t.Fatal(err)
-			}
+		// job-3 made a moment ago, however long the sandbox below takes.
+		at := old
+		if name == "job-3" {
+			at = time.Now().Add(time.Minute)
+		}
+		if err := os.Chtimes(filepath.Join(dir, name), at, at); err != nil {
+			t.Fatal(err)
 		}
 	}
 	// job-1 died with its sandbox's tmpfs mounted.
@@ -211,6 +214,11 @@ func TestSweepNodeJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer live.Close()
+	// Taking the lock made its file, which made job-2 new again: old it
+	// must be, or the sweep would pass it by its age and never try the lock.
+	if err := os.Chtimes(filepath.Join(dir, "job-2"), old, old); err != nil {
+		t.Fatal(err)
+	}
 	sweepNodeJobs(cfg, dir, testLogger(t))
 	for name, want := range map[string]bool{"job-1": false, "job-2": true, "job-3": true} {
 		_, err := os.Stat(filepath.Join(dir, name))
