@@ -104,11 +104,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		return err
 	}
 	d.queue = d.store.Queue()
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return err
-	}
-	boot := hex.EncodeToString(b[:])
+	boot := randomHex(8)
 	d.svc = newService(d.cfg, d.store, d.queue, d.log.With("component", "service"), d.now, boot)
 	d.svc.marks = marks
 	// Every lease of an earlier boot is an orphan: its holder is gone.
@@ -323,4 +319,12 @@ func (d *Daemon) closeAll() {
 			d.lock.Close()
 		}
 	})
+}
+
+// randomHex is n random bytes in hex: a boot's id, a job token. Since Go
+// 1.24 crypto/rand.Read never fails (it crashes the program instead).
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

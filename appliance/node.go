@@ -89,18 +89,17 @@ func RunNodeJob(ctx context.Context, cfg Config, o NodeOptions, log *slog.Logger
 	if err != nil {
 		return fmt.Errorf("fetch run %d from %s: %w", o.Run, where, err)
 	}
+	// runOnNode reports when it gets as far as a result, and fails only
+	// before that: an error means nothing was reported.
 	var reportErr error
-	reported := false
-	report := func(res api.NodeResult) {
-		reported, reportErr = true, link.result(ctx, res)
-	}
+	report := func(res api.NodeResult) { reportErr = link.result(ctx, res) }
 	unwell, err := runOnNode(ctx, cfg, o, *job, link, log, report)
-	if ctx.Err() != nil && !reported {
+	if ctx.Err() != nil && err != nil {
 		// Cancelled (scancel): the coordinator has given the run up.
 		log.Info("stopped before the end", "why", context.Cause(ctx))
 		return nil
 	}
-	if err != nil && !reported {
+	if err != nil {
 		log.Error("the run could not be carried out here", "err", err)
 		report(api.NodeResult{Error: fmt.Sprintf("node %s: %v", o.Node, err)})
 	}
@@ -129,21 +128,18 @@ func (l *apiLink) event(ctx context.Context, ev api.NodeEvent) error {
 	return l.c.NodeEvent(ctx, l.run, ev)
 }
 
-func (l *apiLink) result(ctx context.Context, res api.NodeResult) error {
-	return sendResult(ctx, l.c, l.run, res, l.log)
-}
-
 func (l *apiLink) close() { l.c.Close() }
 
-// sendResult reports a run's end; the coordinator may be restarting, so a
+// result reports a run's end; the coordinator may be restarting, so a
 // report is worth a few tries (1+2+3+4 s apart). A report the coordinator
 // already has (its answer lost) is done; one too large for it goes again
 // without its Nsight Compute report, which the summary then says.
-func sendResult(ctx context.Context, c *api.Client, run int64, res api.NodeResult, log *slog.Logger) error {
+func (l *apiLink) result(ctx context.Context, res api.NodeResult) error {
+	log := l.log
 	var err error
 	for try := 1; ; try++ {
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-		err = c.NodeResult(rctx, run, res)
+		err = l.c.NodeResult(rctx, l.run, res)
 		cancel()
 		code := api.ErrorCode(err)
 		switch {
@@ -197,10 +193,11 @@ func runOnNode(ctx context.Context, cfg Config, o NodeOptions, job api.NodeJob, 
 	if _, err := strconv.ParseUint(key, 10, 64); err != nil {
 		key = fmt.Sprintf("run%d-%d", job.Run, os.Getpid()) // run by hand, not by Slurm
 	}
-	sweepNodeJobs(cfg, filepath.Join(cfg.DataDir, "node"), log)
+	nodeDir := filepath.Join(cfg.DataDir, "node")
+	sweepNodeJobs(cfg, nodeDir, log)
 	ncfg := cfg
-	ncfg.DataDir = filepath.Join(cfg.DataDir, "node", "job-"+key)
-	ncfg.CgroupParent = cfg.CgroupParent + "-job-" + key
+	ncfg.DataDir = filepath.Join(nodeDir, "job-"+key)
+	ncfg.CgroupParent = nodeJobCgroup(cfg, "job-"+key)
 	if err := os.MkdirAll(ncfg.DataDir, 0o700); err != nil {
 		return nil, err
 	}
@@ -212,7 +209,7 @@ func runOnNode(ctx context.Context, cfg Config, o NodeOptions, job api.NodeJob, 
 	}
 	defer removeCgroup(ncfg.CgroupParent)
 	defer d.closeAll()
-	probes := filepath.Join(cfg.DataDir, "node", "python.json")
+	probes := filepath.Join(nodeDir, "python.json")
 	d.Python = cachedPython(probes, cfg.Python)
 	it, launch, health := d.prepareRunner(ctx, newMetrics())
 	if len(health) > 0 {
@@ -427,6 +424,11 @@ func (r *runner) nodeResult(ex *execution, g gang) (api.NodeResult, error) {
 	return res, nil
 }
 
+// nodeJobCgroup is the cgroup parent of the job whose directory under
+// DATA/node is dir (job-<id>): one name for the job that makes it and the
+// sweep that removes what a killed job left.
+func nodeJobCgroup(cfg Config, dir string) string { return cfg.CgroupParent + "-" + dir }
+
 // removeCgroup removes a job's cgroup parent once its sandboxes are gone
 // (cgroup v2, or each v1 hierarchy); a leftover is only untidy.
 func removeCgroup(name string) {
@@ -510,7 +512,7 @@ func sweepNodeJobs(cfg Config, dir string, log *slog.Logger) {
 		}
 		sb := filepath.Join(p, "sandbox")
 		if rt, err := sandbox.NewRuntime(sb, log); err == nil {
-			if err := rt.SetCgroupParent(cfg.CgroupParent + "-" + e.Name()); err == nil {
+			if err := rt.SetCgroupParent(nodeJobCgroup(cfg, e.Name())); err == nil {
 				if n, err := rt.CleanStale(); err == nil && n > 0 {
 					log.Warn("stopped the sandboxes a killed job left", "dir", e.Name(), "containers", n)
 				}
@@ -518,7 +520,7 @@ func sweepNodeJobs(cfg Config, dir string, log *slog.Logger) {
 			_ = rt.Close()
 		}
 		_ = unix.Unmount(sb, unix.MNT_DETACH) // a mount found, not made, by NewRuntime
-		removeCgroup(cfg.CgroupParent + "-" + e.Name())
+		removeCgroup(nodeJobCgroup(cfg, e.Name()))
 		lock.Close()
 		if err := os.RemoveAll(p); err != nil {
 			log.Warn("remove a killed job's directory", "dir", e.Name(), "err", err)

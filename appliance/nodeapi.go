@@ -28,9 +28,6 @@ type nodeRun struct {
 	// result takes the node's one report (its one place: a second
 	// finds it full).
 	result chan api.NodeResult
-	// spool is the attempt's directory when the nodes report through the
-	// shared directory.
-	spool *spoolOut
 }
 
 func newNodeRuns() *nodeRuns { return &nodeRuns{runs: map[int64]*nodeRun{}} }

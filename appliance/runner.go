@@ -210,6 +210,7 @@ func (r *runner) Start(ctx context.Context) error {
 // shows it.
 func (r *runner) states() []api.SlotState {
 	out := []api.SlotState{}
+	remote, _ := r.exec.(interface{ remote(slot string) string }) // where an executor sends runs away
 	for _, s := range r.slots {
 		st := api.SlotState{ID: s.ID, GPUType: s.GPUType, Device: s.Device, Cpuset: s.Cpuset, Clocks: s.Clocks,
 			GPU: wireGPU(s.GPU), State: "idle"}
@@ -219,8 +220,8 @@ func (r *runner) states() []api.SlotState {
 		if j, ok := r.busy.Load(s.ID); ok {
 			st.State, st.Job = "running", j.(int64)
 		}
-		if rm, ok := r.exec.(interface{ remote(slot string) string }); ok {
-			st.Remote = rm.remote(s.ID)
+		if remote != nil {
+			st.Remote = remote.remote(s.ID)
 		}
 		if r.measured(s) {
 			if t, err := r.monitor.Read(s.GPU.UUID); err == nil {

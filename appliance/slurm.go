@@ -3,7 +3,6 @@ package appliance
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -55,8 +54,7 @@ func (d *Daemon) startCoordinator(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		sl.name = "id:" + id
-		sl.spool = spoolRoot(d.cfg.Slurm.SharedDir, sl.coordinatorHash())
+		sl.setName("id:" + id)
 	}
 	if sl.spool != "" {
 		if err := openSpool(sl.spool, sl.log); err != nil {
@@ -98,8 +96,9 @@ type slurm struct {
 	spool string
 	// appendEvent logs a node's progress for the submission's live view.
 	appendEvent func(ctx context.Context, sub int64, p api.Payload) error
-	// name names this coordinator when it has no URL (coordinatorHash).
-	name string
+	// hash names this coordinator in job comments and the shared
+	// directory (setName).
+	hash string
 	// where says, by slot, where its run is out in Slurm (kernelbox gpus).
 	where sync.Map
 	board *jobBoard
@@ -128,9 +127,7 @@ var _ executor = (*slurm)(nil)
 func newSlurm(cfg Config, boot string, tasks func(*store.Leaderboard) (*problems.Task, error), log *slog.Logger) *slurm {
 	s := &slurm{cfg: cfg.Slurm, boot: boot, runs: newNodeRuns(), tasks: tasks, log: log,
 		profilesDir: profilesDir(cfg.DataDir), maxReport: int64(cfg.Profiler.MaxReport)}
-	if cfg.Slurm.SharedDir != "" {
-		s.spool = spoolRoot(cfg.Slurm.SharedDir, s.coordinatorHash())
-	}
+	s.setName(cfg.Slurm.Coordinator)
 	s.board = newJobBoard(s.squeue, cfg.Slurm.Poll/2)
 	return s
 }
@@ -147,20 +144,15 @@ func (s *slurm) execute(ctx context.Context, g gang, rc *store.RunContext, _ fun
 	if err != nil {
 		return nil, err
 	}
-	var b [24]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return nil, err
-	}
-	token := hex.EncodeToString(b[:])
+	token := randomHex(24)
 	nr := s.runs.add(job, token)
 	defer s.runs.remove(nr)
+	var out *spoolOut // the attempt's directory, with a shared directory
 	if s.spool != "" {
-		out, err := publishSpool(s.spool, token, job, maxNodeResult(s.maxReport))
-		if err != nil {
+		if out, err = publishSpool(s.spool, token, job, maxNodeResult(s.maxReport)); err != nil {
 			return nil, err
 		}
 		defer out.remove()
-		nr.spool = out
 	}
 	// sbatch is not interrupted: a job it submitted must be known here to
 	// be cancelled (slurmCmd bounds it to a minute).
@@ -185,7 +177,7 @@ func (s *slurm) execute(ctx context.Context, g gang, rc *store.RunContext, _ fun
 	log.Info("submitted to Slurm", "gpu", g[0].GPUType, "gpus", len(g))
 	s.tell(g, "Slurm job "+id+" submitted")
 	defer s.tell(g, "")
-	res, err := s.wait(ctx, log, id, nr, func(st slurmJob) {
+	res, err := s.wait(ctx, log, id, nr, out, func(st slurmJob) {
 		where := "Slurm job " + id + " " + st.state
 		if st.node != "" {
 			where += " on " + st.node
@@ -309,11 +301,11 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // wait waits for the node's report. Slurm is asked every poll how the job
 // stands: a job that ended without a report (its node failed, it was
 // preempted, timed out or cancelled by someone else) is the box's failure.
-func (s *slurm) wait(ctx context.Context, log *slog.Logger, id string, nr *nodeRun, seen func(slurmJob)) (api.NodeResult, error) {
+func (s *slurm) wait(ctx context.Context, log *slog.Logger, id string, nr *nodeRun, out *spoolOut, seen func(slurmJob)) (api.NodeResult, error) {
 	t := time.NewTicker(s.cfg.Poll)
 	defer t.Stop()
 	var spoolTicks <-chan time.Time
-	if nr.spool != nil {
+	if out != nil {
 		st := time.NewTicker(spoolTick)
 		defer st.Stop()
 		spoolTicks = st.C
@@ -327,7 +319,7 @@ func (s *slurm) wait(ctx context.Context, log *slog.Logger, id string, nr *nodeR
 		case <-ctx.Done():
 			return api.NodeResult{}, ctx.Err()
 		case <-spoolTicks:
-			if res, err := s.spoolResult(ctx, log, nr, false); err != nil || res != nil {
+			if res, err := s.spoolResult(ctx, log, nr.job, out, false); err != nil || res != nil {
 				return deref(res), err
 			}
 			continue
@@ -357,7 +349,7 @@ func (s *slurm) wait(ctx context.Context, log *slog.Logger, id string, nr *nodeR
 			return res, nil
 		default:
 		}
-		if res, err := s.spoolResult(ctx, log, nr, true); err != nil || res != nil {
+		if res, err := s.spoolResult(ctx, log, nr.job, out, true); err != nil || res != nil {
 			return deref(res), err
 		}
 		if st.stuck() {
@@ -379,19 +371,19 @@ func deref(res *api.NodeResult) api.NodeResult {
 // directory and returns its report once it is there (nil before, and
 // always without a shared directory); final is the last look, the job
 // having ended.
-func (s *slurm) spoolResult(ctx context.Context, log *slog.Logger, nr *nodeRun, final bool) (*api.NodeResult, error) {
-	if nr.spool == nil {
+func (s *slurm) spoolResult(ctx context.Context, log *slog.Logger, job api.NodeJob, out *spoolOut, final bool) (*api.NodeResult, error) {
+	if out == nil {
 		return nil, nil
 	}
 	// The report first: the node appends its events before it links the
 	// report, so once the report is there, so is every event.
-	res, err := nr.spool.result(final)
-	nr.spool.events(ctx, log, func(ctx context.Context, ev api.NodeEvent) error {
-		p, err := nodeEventPayload(nr.job, ev)
+	res, err := out.result(final)
+	out.events(ctx, log, func(ctx context.Context, ev api.NodeEvent) error {
+		p, err := nodeEventPayload(job, ev)
 		if err != nil || p == nil {
 			return err
 		}
-		return s.appendEvent(ctx, nr.job.Submission, p)
+		return s.appendEvent(ctx, job.Submission, p)
 	})
 	return res, err
 }
@@ -421,17 +413,17 @@ func (s *slurm) cancel(log *slog.Logger, id string) {
 // coordinator, so that two coordinators submitting as one user (a staging
 // box beside the contest's) never cancel each other's jobs; the boot and
 // the run follow.
-func (s *slurm) commentPrefix() string { return "kernelbox:" + s.coordinatorHash() + ":" }
+func (s *slurm) commentPrefix() string { return "kernelbox:" + s.hash + ":" }
 
-// coordinatorHash names this coordinator: its URL's hash, or its own
-// id's when it has no URL.
-func (s *slurm) coordinatorHash() string {
-	name := s.cfg.Coordinator
-	if name == "" {
-		name = s.name
-	}
+// setName names this coordinator: by its URL, or by its own id when it
+// has none (startCoordinator). Its hash goes into every job's comment
+// and names its part of the shared directory.
+func (s *slurm) setName(name string) {
 	sum := sha256.Sum256([]byte(name))
-	return hex.EncodeToString(sum[:4])
+	s.hash = hex.EncodeToString(sum[:4])
+	if s.cfg.SharedDir != "" {
+		s.spool = spoolRoot(s.cfg.SharedDir, s.hash)
+	}
 }
 
 // coordinatorID is the id kept in file, made the first time.
@@ -439,11 +431,7 @@ func coordinatorID(file string) (string, error) {
 	if b, err := os.ReadFile(file); err == nil && len(bytes.TrimSpace(b)) > 0 {
 		return string(bytes.TrimSpace(b)), nil
 	}
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	id := hex.EncodeToString(b[:])
+	id := randomHex(16)
 	err := problems.WriteFileAtomic(file, func(w io.Writer) error { _, err := io.WriteString(w, id+"\n"); return err })
 	if err != nil {
 		return "", fmt.Errorf("keep the coordinator's id: %w", err)
@@ -476,13 +464,9 @@ func (s *slurm) cancelOrphans(ctx context.Context) error {
 // slurmCmd runs one of Slurm's commands and returns its output; its error
 // carries what the command said.
 func (s *slurm) slurmCmd(ctx context.Context, name string, stdin *bytes.Reader, args ...string) (string, error) {
-	prog := name
-	if s.cfg.Bin != "" {
-		prog = filepath.Join(s.cfg.Bin, name)
-	}
 	ctx, stop := context.WithTimeout(ctx, time.Minute)
 	defer stop()
-	cmd := exec.CommandContext(ctx, prog, args...)
+	cmd := exec.CommandContext(ctx, s.cfg.Program(name), args...)
 	if stdin != nil {
 		cmd.Stdin = stdin
 	}

@@ -136,6 +136,14 @@ func (c *SlurmConfig) slots() []Slot {
 	return out
 }
 
+// Program is the path of one of Slurm's commands: in Bin, or on PATH.
+func (c *SlurmConfig) Program(name string) string {
+	if c.Bin == "" {
+		return name
+	}
+	return filepath.Join(c.Bin, name)
+}
+
 // pool is the pool of a GPU type.
 func (c *SlurmConfig) pool(gpuType string) (SlurmPool, bool) {
 	for _, p := range c.Pools {

@@ -129,7 +129,7 @@ func TestSlurm_Script(t *testing.T) {
 	cfg.Slurm.Coordinator, cfg.Slurm.SharedDir = "", "/shared/kb"
 	s = newSlurm(cfg, "boot1", func(*store.Leaderboard) (*problems.Task, error) { return nil, nil }, testLogger(t))
 	got = string(s.script(7, "tok3n"))
-	if !strings.Contains(got, "'node' 'run-job' '--shared-dir' '/shared/kb/kernelbox-"+s.coordinatorHash()+"' '--run' '7'") || strings.Contains(got, "--coordinator") {
+	if !strings.Contains(got, "'node' 'run-job' '--shared-dir' '/shared/kb/kernelbox-"+s.hash+"' '--run' '7'") || strings.Contains(got, "--coordinator") {
 		t.Errorf("script with a shared directory:\n%s", got)
 	}
 }

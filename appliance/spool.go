@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -34,8 +33,9 @@ import (
 // out is the Unix user: the directories are the daemon's user's alone,
 // and the jobs run as that user.
 //
-// Only rename, link and append are relied on: NFS gives close-to-open
-// consistency and an atomic link, and nothing here needs more.
+// Only rename, link, append and directory reads are relied on: NFS gives
+// close-to-open consistency and an atomic link, and nothing here needs
+// more.
 
 const (
 	spoolJobFile    = "job.json"
@@ -52,8 +52,8 @@ const (
 // spoolRoot is the coordinator's own part of the shared directory: two
 // coordinators (a staging box beside the contest's) may share one, and
 // each clears only its own.
-func spoolRoot(shared, coordinatorHash string) string {
-	return filepath.Join(shared, "kernelbox-"+coordinatorHash)
+func spoolRoot(shared, coordinator string) string {
+	return filepath.Join(shared, "kernelbox-"+coordinator)
 }
 
 // spoolAttempt is an attempt's directory under root: named for the hash of
@@ -214,27 +214,27 @@ func (o *spoolOut) events(ctx context.Context, log *slog.Logger, each func(conte
 // ended); before, it may be the filesystem's passing trouble (ESTALE,
 // a server failing over), and the next look tries again.
 func (o *spoolOut) result(final bool) (*api.NodeResult, error) {
-	names, err := listDir(o.dir)
-	if err == nil && !slices.Contains(names, spoolResultFile) {
-		return nil, nil
-	}
-	var f *os.File
-	if err == nil {
-		f, err = os.Open(filepath.Join(o.dir, spoolResultFile))
-	}
-	if err != nil {
+	ioFailed := func(err error) (*api.NodeResult, error) {
 		if final {
 			return nil, fmt.Errorf("read the node's report in the shared directory: %w", err)
 		}
 		return nil, nil
+	}
+	names, err := listDir(o.dir)
+	if err != nil {
+		return ioFailed(err)
+	}
+	if !slices.Contains(names, spoolResultFile) {
+		return nil, nil
+	}
+	f, err := os.Open(filepath.Join(o.dir, spoolResultFile))
+	if err != nil {
+		return ioFailed(err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		if final {
-			return nil, fmt.Errorf("read the node's report in the shared directory: %w", err)
-		}
-		return nil, nil
+		return ioFailed(err)
 	}
 	if st.Size() > o.maxResult {
 		return nil, fmt.Errorf("the node's report is %d bytes, over the coordinator's bound of %d (profiler.max_report and the run's output)", st.Size(), o.maxResult)
@@ -322,20 +322,22 @@ func (l *spoolLink) result(_ context.Context, res api.NodeResult) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(l.dir, ".result-"+strconv.Itoa(os.Getpid()))
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+	tmp, err := os.CreateTemp(l.dir, ".result-*")
+	if err != nil {
 		return fmt.Errorf("write the report for run %d in the shared directory (given up, or ended?): %w", l.run, err)
 	}
-	defer os.Remove(tmp)
-	f, err := os.Open(tmp)
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(data)
 	if err == nil {
-		err = f.Sync() // on the server before the coordinator can see it
-		f.Close()
+		err = tmp.Sync() // on the server before the coordinator can see it
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("sync the report for run %d in the shared directory: %w", l.run, err)
+		return fmt.Errorf("write the report for run %d in the shared directory: %w", l.run, err)
 	}
-	err = os.Link(tmp, filepath.Join(l.dir, spoolResultFile))
+	err = os.Link(tmp.Name(), filepath.Join(l.dir, spoolResultFile))
 	if errors.Is(err, fs.ErrExist) {
 		l.log.Info("the coordinator had the report already")
 		return nil

@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -99,7 +100,7 @@ func (b *jobBoard) watch(id string) func() {
 func (b *jobBoard) state(ctx context.Context, id string) (slurmJob, error) {
 	a, mine := b.answerFor(id)
 	if mine {
-		jobs, err := b.ask(ctx, sortedKeys(a.ids))
+		jobs, err := b.ask(ctx, slices.Sorted(maps.Keys(a.ids)))
 		b.mu.Lock()
 		a.at, a.jobs, a.err, a.cutOff = b.now(), jobs, err, ctx.Err() != nil
 		b.mu.Unlock()
@@ -140,15 +141,6 @@ func (b *jobBoard) answerFor(id string) (*boardAnswer, bool) {
 	}
 	b.last = &boardAnswer{ids: ids, done: make(chan struct{})}
 	return b.last, true
-}
-
-func sortedKeys(m map[string]bool) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // squeue asks Slurm about the jobs ids; a job it does not name is gone.

@@ -192,15 +192,9 @@ func sharedDirCheck(dir string) sandbox.Check {
 // slurm): Slurm's commands, and a node of the partition offering each
 // pool's GRES, so that a wrong pool is found before its runs fail.
 func coordinatorChecks(ctx context.Context, sc appliance.SlurmConfig) []sandbox.Check {
-	prog := func(name string) string {
-		if sc.Bin != "" {
-			return sc.Bin + "/" + name
-		}
-		return name
-	}
 	cmds := sandbox.Check{Name: "Slurm commands", OK: true, Info: "sbatch, squeue, scancel, sinfo found"}
 	for _, name := range []string{"sbatch", "squeue", "scancel", "sinfo"} {
-		if _, err := exec.LookPath(prog(name)); err != nil {
+		if _, err := exec.LookPath(sc.Program(name)); err != nil {
 			cmds = sandbox.Check{Name: "Slurm commands", Info: fmt.Sprintf("%s: %v", name, err),
 				Fix: "install slurm-client (and the cluster's munge key), or set slurm.bin"}
 			return []sandbox.Check{cmds}
@@ -214,7 +208,7 @@ func coordinatorChecks(ctx context.Context, sc appliance.SlurmConfig) []sandbox.
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, prog("sinfo"), args...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, sc.Program("sinfo"), args...).CombinedOutput()
 	if err != nil {
 		return []sandbox.Check{cmds, {Name: "Slurm", Info: "sinfo: " + firstLineOf(strings.TrimSpace(string(out))),
 			Fix: "start slurmctld, or check munge and slurm.conf on this machine"}}
