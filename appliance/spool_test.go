@@ -36,6 +36,25 @@ func (l *eventLog) take() []api.Payload {
 	return got
 }
 
+// spoolAttemptForTest is one attempt of job published in a new shared
+// directory: the coordinator's side (its events logged), the attempt's
+// directory and the node's side.
+func spoolAttemptForTest(t *testing.T, job api.NodeJob, bound int64) (*slurm, *eventLog, *spoolOut, *spoolLink) {
+	t.Helper()
+	root := spoolRoot(t.TempDir(), "0123abcd")
+	if err := openSpool(root, testLogger(t)); err != nil {
+		t.Fatal(err)
+	}
+	events := &eventLog{}
+	s := &slurm{log: testLogger(t), spool: root, appendEvent: events.append}
+	out, err := publishSpool(root, "tok", job, bound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(out.remove)
+	return s, events, out, &spoolLink{dir: spoolAttempt(root, "tok"), run: job.Run, log: testLogger(t)}
+}
+
 // The shared directory carries what the node API carries, both ways, and
 // refuses what the API refuses: another token's run, a second report, a
 // report too large, and anything from an attempt that has ended.
@@ -61,8 +80,10 @@ func TestSpool_Exchange(t *testing.T) {
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("an earlier boot's directory after openSpool: %v, want gone", err)
 	}
-	if st, err := os.Stat(root); err != nil || st.Mode().Perm() != 0o700 {
-		t.Errorf("the coordinator's directory: %v, %v; want mode 0700", st.Mode(), err)
+	if st, err := os.Stat(root); err != nil {
+		t.Errorf("the coordinator's directory: %v; want mode 0700", err)
+	} else if st.Mode().Perm() != 0o700 {
+		t.Errorf("the coordinator's directory: %v; want mode 0700", st.Mode())
 	}
 
 	var events eventLog
@@ -73,7 +94,6 @@ func TestSpool_Exchange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nr := &nodeRun{job: job, spool: out}
 	link := &spoolLink{dir: spoolAttempt(root, "tok3n"), run: 5, log: testLogger(t)}
 
 	got, err := link.job(ctx)
@@ -105,7 +125,7 @@ func TestSpool_Exchange(t *testing.T) {
 	if _, err := f.WriteString(`{"test":{"phase":"benchmark",`); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := s.spoolResult(ctx, s.log, nr, false); res != nil || err != nil {
+	if res, err := s.spoolResult(ctx, s.log, job, out, false); res != nil || err != nil {
 		t.Fatalf("before the report: %+v, %v; want nothing yet", res, err)
 	}
 	test.Run, phase.Run = 5, 5
@@ -116,7 +136,7 @@ func TestSpool_Exchange(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	if _, err := s.spoolResult(ctx, s.log, nr, false); err != nil {
+	if _, err := s.spoolResult(ctx, s.log, job, out, false); err != nil {
 		t.Fatal(err)
 	}
 	if got := events.take(); len(got) != 1 || got[0].(api.RunTest).Phase != "benchmark" || got[0].(api.RunTest).Index != 1 {
@@ -131,7 +151,7 @@ func TestSpool_Exchange(t *testing.T) {
 	if err := link.result(ctx, api.NodeResult{Error: "a second report"}); err != nil {
 		t.Errorf("a second report = %v, want taken as had already", err)
 	}
-	res, err := s.spoolResult(ctx, s.log, nr, false)
+	res, err := s.spoolResult(ctx, s.log, job, out, false)
 	if err != nil || res == nil {
 		t.Fatalf("after the report: %v, %v", res, err)
 	}
@@ -184,20 +204,8 @@ func TestSpool_RefusesALink(t *testing.T) {
 func TestSpool_ReportOverTheBound(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	root := spoolRoot(t.TempDir(), "0123abcd")
-	if err := openSpool(root, testLogger(t)); err != nil {
-		t.Fatal(err)
-	}
-	var events eventLog
-	s := &slurm{log: testLogger(t), spool: root, appendEvent: events.append}
 	job := api.NodeJob{Run: 4, Submission: 2, Mode: "profile"}
-	out, err := publishSpool(root, "tok", job, 4096)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.remove()
-	nr := &nodeRun{job: job, spool: out}
-	link := &spoolLink{dir: spoolAttempt(root, "tok"), run: 4, log: testLogger(t)}
+	s, events, out, link := spoolAttemptForTest(t, job, 4096)
 	if _, err := link.job(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +217,7 @@ func TestSpool_ReportOverTheBound(t *testing.T) {
 	if err := link.result(ctx, big); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.spoolResult(ctx, s.log, nr, false)
+	res, err := s.spoolResult(ctx, s.log, job, out, false)
 	if err != nil || res == nil {
 		t.Fatalf("the report = %v, %v", res, err)
 	}
@@ -230,20 +238,8 @@ func TestSpool_ReportOverTheBound(t *testing.T) {
 func TestSpool_SecretAndBounds(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	root := spoolRoot(t.TempDir(), "0123abcd")
-	if err := openSpool(root, testLogger(t)); err != nil {
-		t.Fatal(err)
-	}
-	var events eventLog
-	s := &slurm{log: testLogger(t), spool: root, appendEvent: events.append}
 	job := api.NodeJob{Run: 8, Submission: 3, Mode: "leaderboard", Secret: true}
-	out, err := publishSpool(root, "secret-tok", job, 200)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.remove()
-	nr := &nodeRun{job: job, spool: out}
-	link := &spoolLink{dir: spoolAttempt(root, "secret-tok"), run: 8, log: testLogger(t)}
+	s, events, out, link := spoolAttemptForTest(t, job, 200)
 	for _, ev := range []api.NodeEvent{{Test: &api.RunTest{Phase: "leaderboard", Spec: "seed: 1234"}}, {Phase: &api.RunPhase{Phase: "leaderboard", Passed: true}}} {
 		if err := link.event(ctx, ev); err != nil {
 			t.Fatal(err)
@@ -252,7 +248,7 @@ func TestSpool_SecretAndBounds(t *testing.T) {
 	if err := link.result(ctx, api.NodeResult{Report: &problems.Report{Passed: true, Reason: strings.Repeat("x", 300)}}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.spoolResult(ctx, s.log, nr, false)
+	res, err := s.spoolResult(ctx, s.log, job, out, false)
 	if err == nil || !strings.Contains(err.Error(), "over the coordinator's bound") {
 		t.Errorf("a report over the bound = %+v, %v; want refused", res, err)
 	}
