@@ -47,7 +47,8 @@ done
 SH
 cat > "$fake/scancel" <<SH
 #!/bin/sh
-for j in "\$@"; do kill -TERM \$(cat $fake/state/\$j.pid) 2>/dev/null; done
+# The job's process group (setsid made it): flock passes no signal on.
+for j in "\$@"; do kill -TERM -- -\$(cat $fake/state/\$j.pid) 2>/dev/null; done
 SH
 chmod +x "$fake"/*
 py=${PY:-$(command -v python3)}
@@ -135,6 +136,7 @@ coordinator "shared_dir: $shared"
 submit_all shared leaderboard
 ratio shared
 echo "  attempt directories left: $(ls $shared/kernelbox-* | wc -l)"
+echo "  coordinator log (warnings and errors):"; grep -E "level=(WARN|ERROR)" "$data/log" | tail -20
 stop
 
 step "slurm executor through the API (stand-in sbatch), node side real"
@@ -148,11 +150,11 @@ import json, sys, urllib.request
 srv, tok = sys.argv[1], sys.argv[2]
 req = urllib.request.Request(srv + "/api/submissions?all=1", headers={"Authorization": "Bearer " + tok})
 subs = json.load(urllib.request.urlopen(req))
-for sid in sorted(s["id"] for s in (subs["submissions"] if isinstance(subs, dict) else subs)):
+for sid in sorted(s["id"] for s in subs):
   req = urllib.request.Request(f"{srv}/api/submissions/{sid}", headers={"Authorization": "Bearer " + tok})
   s = json.load(urllib.request.urlopen(req))
   for r in s.get("runs", []):
-    info = json.loads(json.dumps(r.get("system_info") or {}))
+    info = r.get("system_info") or {}
     tel = r.get("telemetry") or {}
     print("  submission", sid, "run", r["id"], "secret" if r["secret"] else "public", r["status"], "attempts", r["attempts"],
           "| node", info.get("node"), "slurm_job", info.get("slurm_job"), "gpu", info.get("gpu_name"), info.get("gpu_uuid"),
