@@ -49,7 +49,7 @@ type Daemon struct {
 	profiler      *problems.Profiler
 	profilerBinds []sandbox.Bind
 
-	lock   *os.File // the data directory's (datadir.go)
+	lock   *dirLock // the data directory's (datadir.go)
 	store  *store.Store
 	queue  *queue.Store
 	svc    *Service

@@ -32,9 +32,22 @@ import (
 // lockFile is the lock's name in the data directory.
 const lockFile = "lock"
 
+// dirLock is a data directory's lock, held until Close.
+type dirLock struct{ f *os.File }
+
+// Close unlocks before it closes. A flock belongs to the open file, and
+// a child another goroutine has just forked holds a copy of the
+// descriptor until it execs: closing ours alone would leave the lock
+// held for that moment, and a daemon started right after this one
+// stopped was refused (CI saw it, with the pid of its own test binary).
+func (l *dirLock) Close() error {
+	_ = unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
+	return l.f.Close()
+}
+
 // lockDataDir locks dir for this process, or says which process holds it.
 // The lock file holds the holder's pid, for that message only.
-func lockDataDir(dir string) (*os.File, error) {
+func lockDataDir(dir string) (*dirLock, error) {
 	path := filepath.Join(dir, lockFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
@@ -56,7 +69,7 @@ func lockDataDir(dir string) (*os.File, error) {
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
-	return f, nil
+	return &dirLock{f}, nil
 }
 
 // tidyDataDir makes the data directory private again (an operator's
