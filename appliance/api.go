@@ -282,6 +282,8 @@ func (a *API) healthNow(ctx context.Context) api.Health {
 		h.Reasons = append(h.Reasons, disk)
 	}
 	h.Reasons = append(h.Reasons, a.svc.problemTrouble(ctx)...)
+	h.Canaries = a.svc.canary.list()
+	h.Reasons = append(h.Reasons, canaryReasons(h.Canaries)...)
 	if len(h.Reasons) > 0 {
 		h.Status = "degraded"
 	}

@@ -89,6 +89,10 @@ type Config struct {
 	// (appliance/standby.go): a test run skips its cold start. It costs
 	// two idle Python processes per GPU (about 1 GB of memory).
 	Standby bool `yaml:"standby"`
+	// Canary is how often each GPU type evaluates a tiny bundled problem
+	// through the contestants' path (canary.go), and at start; /readyz is
+	// not ready while the last one failed. 0 turns it off.
+	Canary time.Duration `yaml:"canary"`
 	// AcceptStoreLoss lets the daemon start on a database that lost what
 	// the data directory recorded of it (datadir.go): a flag for one start,
 	// never a setting.
@@ -346,6 +350,7 @@ func DefaultConfig() Config {
 		AgePerSecond:      1000,
 		WarmStart:         true,
 		Standby:           true,
+		Canary:            10 * time.Minute,
 		RateLimits:        map[string]int{api.CategoryTest: 120, api.CategoryRanked: 30},
 		MaxUploadBytes:    problems.MaxSubmissionBytes,
 		MaxProblemBytes:   64 << 20,
@@ -416,6 +421,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CPUSlots < 0 || c.CPUSlots > 256 {
 		bad("cpu_slots", "want 0 to 256, got %d", c.CPUSlots)
+	}
+	if c.Canary < 0 || (c.Canary > 0 && c.Canary < 10*time.Second) {
+		bad("canary", "want 0 (off) or at least 10s, like 10m, got %s", c.Canary)
 	}
 	if c.Grace < 0 {
 		bad("grace", "must not be negative")

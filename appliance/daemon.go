@@ -107,6 +107,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	boot := randomHex(8)
 	d.svc = newService(d.cfg, d.store, d.queue, d.log.With("component", "service"), d.now, boot)
 	d.svc.marks = marks
+	d.svc.canary = newCanaries(d.cfg.Canary, d.now)
 	// Every lease of an earlier boot is an orphan: its holder is gone.
 	if n, err := d.queue.Reap(ctx, boot); err != nil {
 		return err
@@ -191,7 +192,7 @@ func (d *Daemon) startServing(ctx context.Context, inv api.GPUsStatus) error {
 // the GPU monitor.
 func (d *Daemon) newRunner(slots []Slot, launch launcherFunc, it *problems.Interpreter) *runner {
 	r := newRunner(d.cfg, d.svc, slots, launch, it, d.log.With("component", "runner"))
-	r.driver, r.profiler = d.inventory.Driver, d.profiler
+	r.driver, r.profiler, r.canary = d.inventory.Driver, d.profiler, d.svc.canary
 	if d.monitor != nil { // a nil *gpu.Monitor in the interface would not read as none
 		r.monitor = d.monitor
 	}

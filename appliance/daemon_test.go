@@ -98,6 +98,7 @@ func startDaemonWith(t testing.TB, dir string, mutate func(*Config), prepare fun
 	cfg.Budget = BudgetConfig{Memory: 8 << 30, Pids: 8000}
 	cfg.GPUs = "none"   // the tests of fake GPUs turn it on; the real ones stay out of the way
 	cfg.Standby = false // TestDaemon_Standby turns it on: a standby is two more Python processes per GPU
+	cfg.Canary = 0      // TestCanary_* turn it on: a canary borrows a slot the tests count on
 	if mutate != nil {
 		mutate(&cfg)
 	}

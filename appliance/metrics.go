@@ -34,6 +34,8 @@ type metrics struct {
 	refused    *prometheus.CounterVec
 	requests   *prometheus.CounterVec
 	reqSeconds *prometheus.HistogramVec
+	canaryOK   *prometheus.GaugeVec
+	canarySecs *prometheus.GaugeVec
 }
 
 func newMetrics() *metrics {
@@ -57,7 +59,12 @@ func newMetrics() *metrics {
 	m.reqSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kernelbox_http_request_duration_seconds",
 		Help: "Time to answer an HTTP request (long-polls included), by route pattern.", Buckets: prometheus.DefBuckets},
 		[]string{"route"})
-	m.reg.MustRegister(m.runs, m.runSeconds, m.verdicts, m.accepted, m.refused, m.requests, m.reqSeconds,
+	m.canaryOK = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kernelbox_canary_ok",
+		Help: "1 when the GPU type's last canary (a bundled problem evaluated through the contestants' path) passed, 0 when it failed."},
+		[]string{"gpu_type"})
+	m.canarySecs = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kernelbox_canary_duration_seconds",
+		Help: "How long the GPU type's last canary took."}, []string{"gpu_type"})
+	m.reg.MustRegister(m.runs, m.runSeconds, m.verdicts, m.accepted, m.refused, m.requests, m.reqSeconds, m.canaryOK, m.canarySecs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -68,6 +75,16 @@ func (m *metrics) run(gpuType, mode, outcome string, wall time.Duration) {
 	if wall > 0 {
 		m.runSeconds.WithLabelValues(gpuType, mode).Observe(wall.Seconds())
 	}
+}
+
+// canary keeps a GPU type's last canary.
+func (m *metrics) canary(c api.Canary) {
+	ok := 0.0
+	if c.OK {
+		ok = 1
+	}
+	m.canaryOK.WithLabelValues(c.GPUType).Set(ok)
+	m.canarySecs.WithLabelValues(c.GPUType).Set(c.Took.Seconds())
 }
 
 // refusal counts a submission a limit refused; other errors are not

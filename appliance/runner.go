@@ -164,6 +164,8 @@ type runner struct {
 	// exec carries the runs out: nil for this box's own slots (local), a
 	// Slurm cluster's nodes with the slurm executor (slurm.go).
 	exec executor
+	// canary holds each GPU type's canary (canary.go); nil for none.
+	canary *canaries
 	// events, when set, takes a run's progress events instead of the store:
 	// on a Slurm node, which has none, they go to the coordinator.
 	events func(ctx context.Context, subID int64, p api.Payload) error
@@ -192,6 +194,9 @@ func (r *runner) Start(ctx context.Context) error {
 		byType[s.GPUType] = append(byType[s.GPUType], s)
 	}
 	for _, t := range types {
+		if r.exec == nil { // a Slurm node's runs are the node's to check
+			r.canary.expect(t)
+		}
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
@@ -219,6 +224,9 @@ func (r *runner) states() []api.SlotState {
 		}
 		if j, ok := r.busy.Load(s.ID); ok {
 			st.State, st.Job = "running", j.(int64)
+			if st.Job == canaryJob {
+				st.State = "canary"
+			}
 		}
 		if remote != nil {
 			st.Remote = remote.remote(s.ID)
@@ -389,6 +397,11 @@ func (r *runner) dispatch(slots []Slot) {
 			if !busy && !warming {
 				free = append(free, s)
 			}
+		}
+		if len(free) > 0 && r.exec == nil && r.canary.take(slots[0].GPUType) {
+			r.busy.Store(free[0].ID, canaryJob)
+			r.startCanary(log, free[0])
+			continue
 		}
 		err := queue.ErrNoJob
 		if s, ok := r.warmSlot(slots); ok && len(free) == 0 {

@@ -80,6 +80,8 @@ type Service struct {
 
 	// marks is the data directory's record of the ids handed out.
 	marks *storeMarks
+	// canary is each GPU type's last canary run (canary.go), for health.
+	canary *canaries
 
 	// board is the runner's slots, once it runs (GET /api/gpus, drains).
 	board slotBoard

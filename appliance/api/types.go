@@ -334,4 +334,21 @@ type Health struct {
 	Problems []string       `json:"problems,omitempty"`
 	GPUs     map[string]int `json:"gpus"` // type -> slots
 	Reasons  []string       `json:"reasons,omitempty"`
+	// Canaries are each GPU type's last canary: a tiny bundled problem
+	// evaluated through the contestants' path (sandbox, harness, judge).
+	Canaries []Canary `json:"canaries,omitempty"`
+}
+
+// Canary is one GPU type's last canary run.
+type Canary struct {
+	GPUType string `json:"gpu"`
+	// Pending is true until the type's first canary has ended.
+	Pending bool          `json:"pending,omitempty"`
+	OK      bool          `json:"ok"`
+	Slot    string        `json:"slot,omitempty"` // where it ran
+	At      time.Time     `json:"at,omitzero"`
+	Took    time.Duration `json:"took_ns,omitempty"`
+	// Reason is why it failed, and Fix the operator's next step.
+	Reason string `json:"reason,omitempty"`
+	Fix    string `json:"fix,omitempty"`
 }

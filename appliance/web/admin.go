@@ -23,9 +23,14 @@ type StaffService interface {
 	RevokeInvite(ctx context.Context, me *store.User, ref string) (api.Revoked, error)
 	Users(ctx context.Context) ([]api.User, error)
 	SetBanned(ctx context.Context, me *store.User, name string, banned bool) (api.User, error)
+	// Canaries are each GPU type's last canary run: a failed one means
+	// every submission of that type fails, whatever it is.
+	Canaries() []api.Canary
 }
 
 type adminPage struct {
+	// Canaries that failed or have not run yet: the page's banner.
+	Canaries     []api.Canary
 	Flagged      []api.Submission
 	Leaderboards []api.LeaderboardInfo
 	Invites      []api.InviteInfo
@@ -57,6 +62,11 @@ func (h *Handler) adminRender(w http.ResponseWriter, r *http.Request, u *store.U
 		return err
 	}
 	ctx := r.Context()
+	for _, c := range h.staff.Canaries() {
+		if !c.OK {
+			p.Canaries = append(p.Canaries, c)
+		}
+	}
 	var err error
 	if p.Flagged, err = h.staff.Flagged(ctx); err != nil {
 		return err

@@ -1,0 +1,257 @@
+package appliance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"kernelbox/appliance/api"
+	"kernelbox/problems"
+)
+
+// The canary evaluates a tiny bundled problem now and then, on each GPU
+// type the box serves, through exactly the path a contestant's run takes:
+// the runner's launcher (sandbox, seccomp, cgroups, binds, the daemon's
+// uid, umask and cgroup parent), our harness and its judge. The daemon's
+// other health checks look at parts; only a run proves they fit together.
+// An installed box once reported itself ready while every sandboxed run
+// failed on a directory mode (issue 38): the canary is what would have
+// said so. Its runs are no contestant's: they touch neither the queue nor
+// the store, only the slot they borrow.
+
+// canaryProblem is the bundled problem the canary evaluates, in test mode
+// on its first canaryTests cases, with canarySubmission.
+const (
+	canaryProblem = "vectoradd"
+	canaryTests   = 2
+)
+
+// canarySubmission is an honest vectoradd in plain PyTorch: it runs on
+// every backend.
+const canarySubmission = `# kernelbox canary: an honest vectoradd.
+def custom_kernel(data):
+    a, b = data
+    return a + b
+`
+
+// canaryLimit bounds one canary run: a test phase of two small cases
+// takes a few seconds, a cold CUDA start ten or twenty.
+const canaryLimit = 3 * time.Minute
+
+// CanaryFix is the operator's next step for a failed canary, chosen by
+// what its error says.
+func CanaryFix(reason string) string {
+	switch {
+	case strings.Contains(reason, "permission denied"):
+		return "the run's uid cannot read something it needs: check the modes of the data directory's sandbox/, " +
+			"the harness Python's directories and config binds (a umask of 0077 must not reach them); " +
+			"`kernelbox doctor` runs the same check"
+	case strings.Contains(reason, "no such file"):
+		return "a path the run needs is missing inside the sandbox: check config python and binds; `kernelbox doctor` runs the same check"
+	case strings.Contains(reason, "cgroup"):
+		return "the sandbox's cgroups could not be made: check config cgroup_parent and budget, and that the daemon runs as root"
+	default:
+		return "run `kernelbox doctor` on this host; `kernelbox sandbox run -- /bin/true` shows a sandbox error alone"
+	}
+}
+
+// canaries holds each GPU type's last canary and when the next is due.
+// The runner runs them (dispatch); the API reads them (health, metrics,
+// the admin page).
+type canaries struct {
+	every time.Duration // 0: no canary
+	now   func() time.Time
+	mu    sync.Mutex
+	last  map[string]api.Canary
+	due   map[string]time.Time
+}
+
+func newCanaries(every time.Duration, now func() time.Time) *canaries {
+	return &canaries{every: every, now: now, last: map[string]api.Canary{}, due: map[string]time.Time{}}
+}
+
+// expect registers a GPU type whose slots run canaries: until its first
+// canary ends, it is pending (and the box not ready).
+func (c *canaries) expect(gpuType string) {
+	if c == nil || c.every <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.last[gpuType]; !ok {
+		c.last[gpuType] = api.Canary{GPUType: gpuType, Pending: true}
+	}
+}
+
+// take says whether gpuType's canary is due, and if so marks it taken so
+// that one dispatcher pass starts one run.
+func (c *canaries) take(gpuType string) bool {
+	if c == nil || c.every <= 0 {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	if now.Before(c.due[gpuType]) {
+		return false
+	}
+	c.due[gpuType] = now.Add(c.every)
+	return true
+}
+
+// record keeps a canary's outcome. A failed canary is due again in a
+// minute (or its interval, if shorter), so a fixed host is seen soon.
+func (c *canaries) record(res api.Canary) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last[res.GPUType] = res
+	if !res.OK {
+		c.due[res.GPUType] = c.now().Add(min(time.Minute, c.every))
+	}
+}
+
+// list is every registered type's last canary, by type.
+func (c *canaries) list() []api.Canary {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]api.Canary, 0, len(c.last))
+	for _, k := range slices.Sorted(maps.Keys(c.last)) {
+		out = append(out, c.last[k])
+	}
+	return out
+}
+
+// canaryReasons are health's lines for canaries that failed or have not
+// yet run.
+func canaryReasons(cs []api.Canary) []string {
+	var out []string
+	for _, c := range cs {
+		switch {
+		case c.Pending:
+			out = append(out, fmt.Sprintf("canary on %s: the first check run has not finished yet", c.GPUType))
+		case !c.OK:
+			out = append(out, fmt.Sprintf("canary on %s failed at %s: %s (fix: %s)", c.GPUType, c.At.UTC().Format(time.RFC3339), c.Reason, c.Fix))
+		}
+	}
+	return out
+}
+
+// CanaryRun is one evaluation of the canary problem with a launcher.
+type CanaryRun struct {
+	Launcher problems.Launcher
+	Env      []string
+	Python   string
+	Device   string // cpu or cuda
+	Arch     string // the GPU type
+	// Scratch is a directory the run may fill; it is removed after.
+	Scratch string
+}
+
+// RunCanary evaluates the canary problem and returns nil when the honest
+// submission passed; the error says why it did not. `kernelbox doctor`
+// runs it with a one-shot sandbox, the daemon on each GPU type's slots.
+func RunCanary(ctx context.Context, in CanaryRun) error {
+	ctx, cancel := context.WithTimeout(ctx, canaryLimit)
+	defer cancel()
+	lib := filepath.Join(in.Scratch, "library")
+	if err := problems.ExportLibrary(lib); err != nil {
+		return fmt.Errorf("canary: %w", err)
+	}
+	t, err := problems.LoadTask(filepath.Join(lib, canaryProblem))
+	if err != nil {
+		return fmt.Errorf("canary: %w", err)
+	}
+	t.Tests = t.Tests[:min(canaryTests, len(t.Tests))]
+	work := filepath.Join(in.Scratch, "work")
+	if err := os.Mkdir(work, 0o700); err != nil {
+		return fmt.Errorf("canary: %w", err)
+	}
+	rep, err := problems.Evaluate(ctx, in.Launcher, t, problems.EvalOptions{
+		Mode: problems.ModeTest, Python: in.Python, Device: in.Device, Env: in.Env, WorkDir: work,
+		Submission: []byte(canarySubmission), SubmissionName: "submission.py", OutputLimit: runOutputLimit, Arch: in.Arch, GPUs: 1,
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("canary: %w", err)
+	case !rep.Passed:
+		why := rep.Reason
+		for _, ph := range rep.Phases {
+			if !ph.Passed && ph.Stderr != "" {
+				why += ": " + lastLine(ph.Stderr)
+				break
+			}
+		}
+		return fmt.Errorf("canary: an honest submission did not pass: %s", why)
+	}
+	return nil
+}
+
+// lastLine is the last non-empty line of s: a traceback's exception.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// canaryJob marks a slot the canary holds in runner.busy: no queue job
+// has id 0.
+const canaryJob int64 = 0
+
+// startCanary runs gpuType's canary on slot s, which the caller marked
+// busy; the slot is freed when it ends.
+func (r *runner) startCanary(log *slog.Logger, s Slot) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer func() {
+			r.busy.Delete(s.ID)
+			r.wake.Fire()
+		}()
+		res := r.runCanary(s)
+		if r.hard.Err() != nil {
+			return // stopped, not failed
+		}
+		r.canary.record(res)
+		r.metrics.canary(res)
+		if res.OK {
+			log.Debug("canary passed", logSlot, s.ID, "took", res.Took)
+		} else {
+			log.Error("canary failed: runs on this GPU type would fail the same way", logSlot, s.ID, "why", res.Reason, "fix", res.Fix)
+		}
+	}()
+}
+
+func (r *runner) runCanary(s Slot) api.Canary {
+	begin := time.Now()
+	res := api.Canary{GPUType: s.GPUType, Slot: s.ID, At: r.canary.now()}
+	err := func() error {
+		scratch, err := os.MkdirTemp(r.workRoot, "canary-")
+		if err != nil {
+			return fmt.Errorf("canary: %w", err)
+		}
+		defer os.RemoveAll(scratch)
+		launcher, env := r.launch(gang{s}, problems.ModeTest)
+		return RunCanary(r.hard, CanaryRun{Launcher: launcher, Env: env, Python: r.python.Path, Device: s.Device,
+			Arch: s.GPUType, Scratch: scratch})
+	}()
+	res.Took = time.Since(begin)
+	res.OK = err == nil
+	if err != nil {
+		res.Reason = err.Error()
+		if errors.Is(err, context.DeadlineExceeded) {
+			res.Reason = fmt.Sprintf("canary: no result within %s", canaryLimit)
+		}
+		res.Fix = CanaryFix(res.Reason)
+	}
+	return res
+}

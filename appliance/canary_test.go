@@ -1,0 +1,173 @@
+package appliance
+
+import (
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"kernelbox/appliance/api"
+	"kernelbox/internal/testutil"
+	"kernelbox/problems"
+)
+
+// get fetches a path of the daemon without a token (the probes, /metrics).
+func (td *testDaemon) get(path string) (int, string) {
+	td.t.Helper()
+	res, err := http.Get(td.server + path)
+	if err != nil {
+		td.t.Fatalf("GET %s: %v", path, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		td.t.Fatalf("GET %s: %v", path, err)
+	}
+	return res.StatusCode, string(b)
+}
+
+// TestCanary_PassReadies: with the sandbox on, the daemon is not ready
+// until its canary has run on the CPU slots, then ready; the canary's run
+// shows in health and /metrics and in no contestant's list.
+func TestCanary_PassReadies(t *testing.T) {
+	t.Parallel()
+	td := startDaemon(t, t.TempDir(), func(c *Config) { c.Canary = 10 * time.Minute })
+	waitFor(t, 2*time.Minute, func() bool { code, _ := td.get("/readyz"); return code == http.StatusOK })
+	h, err := td.admin.Health(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Canaries) != 1 || h.Canaries[0].GPUType != "cpu" || !h.Canaries[0].OK || h.Canaries[0].Took <= 0 {
+		t.Fatalf("health canaries = %+v, want one passed on cpu", h.Canaries)
+	}
+	if h.Status != "ok" {
+		t.Errorf("health = %s %q after the canary passed, want ok", h.Status, h.Reasons)
+	}
+	_, metrics := td.get("/metrics")
+	for _, want := range []string{`kernelbox_canary_ok{gpu_type="cpu"} 1`, `kernelbox_canary_duration_seconds{gpu_type="cpu"}`, "kernelbox_ready 1"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	subs, err := td.admin.Submissions(t.Context(), "", true, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(subs) != 0 {
+		t.Errorf("submissions after the canary = %+v, want none: the canary is no contestant's", subs)
+	}
+	if q, err := td.admin.Queue(t.Context()); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, g := range q.GPUs {
+			if g.Queued != 0 || g.Running != 0 {
+				t.Errorf("queue after the canary = %+v, want nothing queued or running", g)
+			}
+		}
+	}
+}
+
+// TestCanary_BrokenSandbox: a harness Python the sandbox cannot see (it
+// lies outside every bind) fails each run. The canary says so: /readyz
+// is not ready and names the cause, /metrics reads 0, the organisers'
+// page shows the banner, and submissions are still taken and queued.
+func TestCanary_BrokenSandbox(t *testing.T) {
+	t.Parallel()
+	hidden := filepath.Join(t.TempDir(), "python3")
+	td := startDaemonWith(t, t.TempDir(), func(c *Config) { c.Canary = 10 * time.Minute }, func(d *Daemon) {
+		if err := os.Symlink(d.Python.Path, hidden); err != nil {
+			t.Fatal(err)
+		}
+		it := *d.Python
+		it.Path = hidden // the daemon runs it; inside the sandbox it is missing
+		d.Python = &it
+	})
+	var body string
+	waitFor(t, 2*time.Minute, func() bool {
+		var code int
+		code, body = td.get("/readyz")
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "canary on cpu failed")
+	})
+	if !strings.Contains(body, "no such file") || !strings.Contains(body, "fix:") {
+		t.Errorf("/readyz = %q, want the cause (no such file) and a fix", body)
+	}
+	_, metrics := td.get("/metrics")
+	for _, want := range []string{`kernelbox_canary_ok{gpu_type="cpu"} 0`, "kernelbox_ready 0"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	org := newBrowser(t, td.server)
+	_, _, page := org.post("/login", url.Values{"token": {td.token}, "next": {"/admin"}}, nil)
+	mustContain(t, "organisers' page", page, `id="canary-cpu"`, "Submissions on cpu cannot be judged", "no such file")
+
+	td.loadQuick()
+	code, err := os.ReadFile(quickSolution("correct/double.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := td.admin.Submit(t.Context(), api.SubmitRequest{Code: code, Mode: "test"})
+	if err != nil {
+		t.Fatalf("Submit while the canary fails: %v, want it queued", err)
+	}
+	if sub.ID == 0 {
+		t.Errorf("Submit = %+v, want an id", sub)
+	}
+}
+
+// TestCanary_Due: a GPU type's canary is due at once, then after its
+// interval; a failed one again within a minute.
+func TestCanary_Due(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1e9, 0)
+	c := newCanaries(10*time.Minute, func() time.Time { return now })
+	c.expect("cpu")
+	if got := c.list(); len(got) != 1 || !got[0].Pending {
+		t.Fatalf("list() before a run = %+v, want cpu pending", got)
+	}
+	if !c.take("cpu") || c.take("cpu") {
+		t.Fatal("take: want due once at start, then not")
+	}
+	c.record(api.Canary{GPUType: "cpu", OK: true})
+	now = now.Add(9 * time.Minute)
+	if c.take("cpu") {
+		t.Error("take after 9 of 10 minutes = true")
+	}
+	now = now.Add(time.Minute)
+	if !c.take("cpu") {
+		t.Error("take after 10 minutes = false")
+	}
+	c.record(api.Canary{GPUType: "cpu", Reason: "broken"})
+	now = now.Add(time.Minute)
+	if !c.take("cpu") {
+		t.Error("take a minute after a failure = false")
+	}
+	if r := canaryReasons(c.list()); len(r) != 1 || !strings.Contains(r[0], "broken") {
+		t.Errorf("canaryReasons = %q, want the failure", r)
+	}
+	var off *canaries
+	if off.take("cpu") || off.list() != nil {
+		t.Error("a nil canaries takes or lists")
+	}
+}
+
+// TestRunCanary_ExecLauncher: the canary passes where its harness runs,
+// and its error names the cause where it cannot.
+func TestRunCanary_ExecLauncher(t *testing.T) {
+	t.Parallel()
+	it := testutil.RequireTorch(t)
+	err := RunCanary(t.Context(), CanaryRun{Launcher: problems.ExecLauncher{}, Env: SandboxEnv(it.BinDir), Python: it.Path,
+		Device: "cpu", Arch: "cpu", Scratch: t.TempDir()})
+	if err != nil {
+		t.Fatalf("RunCanary without a sandbox: %v", err)
+	}
+	err = RunCanary(t.Context(), CanaryRun{Launcher: problems.ExecLauncher{}, Env: SandboxEnv(it.BinDir), Python: filepath.Join(t.TempDir(), "python3"),
+		Device: "cpu", Arch: "cpu", Scratch: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("RunCanary with a missing Python = %v, want no such file", err)
+	}
+}
