@@ -11,11 +11,13 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 
 	"kernelbox/appliance"
 	"kernelbox/appliance/api"
 	"kernelbox/gpu"
 	"kernelbox/policies"
+	"kernelbox/problems"
 	"kernelbox/sandbox"
 )
 
@@ -44,6 +46,10 @@ func runDoctor(c *cli.Context) error {
 		return printChecks(c, append(checks, coordinatorChecks(c.Context, cfg.Slurm)...))
 	}
 	if os.Geteuid() == 0 {
+		// The packaged unit runs the daemon with UMask=0077, and a login
+		// shell has 0022: check under the unit's, or a mode the umask
+		// breaks passes here and fails every run of the service.
+		unix.Umask(unitUmask)
 		checks = append(checks, sandboxSmokeTest(c))
 	}
 	inv := gpu.Discover(c.Context, gpu.Options{Aliases: cfg.GPUAliases})
@@ -53,7 +59,8 @@ func runDoctor(c *cli.Context) error {
 	if !c.IsSet("python") && cfg.Python != "" {
 		_ = c.Set("python", cfg.Python)
 	}
-	if it, err := findPython(c); err != nil {
+	it, err := findPython(c)
+	if err != nil {
 		checks = append(checks, sandbox.Check{Name: "harness Python", Info: firstLineOf(err.Error()),
 			Fix: "install PyTorch (apt-get install python3-torch, or packaging/setup.sh) or set python in the config"})
 	} else {
@@ -65,6 +72,9 @@ func runDoctor(c *cli.Context) error {
 			ch.Fix = "install a CUDA (or ROCm) build of PyTorch, in a virtual environment if you like, and set python in the config to its interpreter"
 		}
 		checks = append(checks, ch)
+		if os.Geteuid() == 0 {
+			checks = append(checks, canaryCheck(c, it, cfg))
+		}
 	}
 	checks = append(checks, gpuChecks(inv)...)
 	if onNode {
@@ -116,6 +126,43 @@ func sandboxSmokeTest(c *cli.Context) sandbox.Check {
 	default:
 		ch.OK, ch.Info = true, fmt.Sprintf("/bin/true in %s", res.Wall.Round(time.Millisecond))
 	}
+	return ch
+}
+
+// unitUmask is packaging/deb/kernelbox.service's UMask.
+const unitUmask = 0o077
+
+// canaryCheck evaluates the daemon's canary (a bundled problem, an honest
+// submission, test mode) in a one-shot sandbox built as the daemon builds
+// its own, on the CPU backend: the proof that the sandbox, the harness
+// and the judge fit together on this host. The daemon runs the same
+// check on each of its GPU types (GET /api/health, /readyz).
+func canaryCheck(c *cli.Context, it *problems.Interpreter, cfg appliance.Config) sandbox.Check {
+	ch := sandbox.Check{Name: "canary"}
+	rt, cleanup, err := appliance.NewOneShotRuntime(slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelError})))
+	if err != nil {
+		ch.Info, ch.Fix = err.Error(), "see the sandbox run check above"
+		return ch
+	}
+	defer cleanup()
+	scratch, err := os.MkdirTemp("", "kernelbox-canary-")
+	if err != nil {
+		ch.Info = err.Error()
+		return ch
+	}
+	defer os.RemoveAll(scratch)
+	var binds []sandbox.Bind
+	for _, b := range cfg.Binds {
+		binds = append(binds, sandbox.Bind{Source: b})
+	}
+	l, env := appliance.NewSandboxLauncher(rt, appliance.LauncherSpec{Python: it, Binds: binds, Limits: policies.ForMode(string(problems.ModeTest), 0)})
+	begin := time.Now()
+	err = appliance.RunCanary(c.Context, appliance.CanaryRun{Launcher: l, Env: env, Python: it.Path, Device: "cpu", Arch: "cpu", Scratch: scratch})
+	if err != nil {
+		ch.Info, ch.Fix = err.Error(), appliance.CanaryFix(err.Error())
+		return ch
+	}
+	ch.OK, ch.Info = true, fmt.Sprintf("an honest vectoradd passed test mode in the sandbox, under umask %04o, in %s", unitUmask, time.Since(begin).Round(time.Millisecond))
 	return ch
 }
 
