@@ -44,14 +44,27 @@ type daemonProcess struct {
 
 func startDaemonProcess(t *testing.T, dir, cgroupParent string) *daemonProcess {
 	t.Helper()
+	return startDaemonProcessWith(t, dir, "", "--no-library", "--cgroup-parent", cgroupParent)
+}
+
+// startDaemonProcessWith starts `kernelbox serve` with args added, under
+// umask (like "0077") when it is not empty.
+func startDaemonProcessWith(t *testing.T, dir, umask string, args ...string) *daemonProcess {
+	t.Helper()
 	it := testutil.RequireTorch(t)
 	// Bursts of submissions from one user: no cap on queued jobs in the way.
 	conf := filepath.Join(t.TempDir(), "kernelbox.yaml")
 	if err := os.WriteFile(conf, []byte("max_queued_per_user: 100000\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "--config", conf, "--data", dir, "--listen", "127.0.0.1:0",
-		"--cpu-slots", "2", "--no-library", "--python", it.Path, "--grace", "2s", "--cgroup-parent", cgroupParent)
+	argv := append([]string{os.Args[0], "-test.run=^$", "--", "--config", conf, "--data", dir, "--listen", "127.0.0.1:0",
+		"--cpu-slots", "2", "--python", it.Path, "--grace", "2s"}, args...)
+	if umask != "" {
+		// The shell sets the umask and execs the daemon, as systemd does
+		// for a unit's UMask=.
+		argv = append([]string{"/bin/sh", "-c", `umask "$0" && exec "$@"`, umask}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), EnvServe+"=1")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -1,0 +1,90 @@
+package appliance
+
+import (
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"kernelbox/appliance/api"
+)
+
+// TestDaemon_UnitUmask runs `kernelbox serve` in a process of its own under
+// the packaged unit's UMask=0077, with the sandbox on and the bundled
+// library, as the service runs: the canary passes (/readyz), a correct
+// submission passes and a wrong one fails in test and leaderboard modes,
+// a backup streams, and the files the daemon keeps are its own alone.
+// Under this umask every sandboxed run once failed with "permission
+// denied" on the interpreter while the box said it was ready.
+func TestDaemon_UnitUmask(t *testing.T) {
+	t.Parallel()
+	requireRootSandbox(t)
+	dir := t.TempDir()
+	t.Cleanup(func() { _ = syscall.Unmount(filepath.Join(dir, "sandbox"), syscall.MNT_DETACH) })
+	p := startDaemonProcessWith(t, dir, "0077", "--cgroup-parent", testCgroupParent(t))
+	token, err := os.ReadFile(AdminTokenFile(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := api.NewClient(p.server, strings.TrimSpace(string(token)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h *api.Health
+	waitFor(t, 3*time.Minute, func() bool {
+		h, err = admin.Health(t.Context())
+		return err == nil && len(h.Canaries) == 1 && !h.Canaries[0].Pending
+	})
+	if !h.Canaries[0].OK {
+		t.Fatalf("the canary under umask 0077: %s", h.Canaries[0].Reason)
+	}
+	res, err := http.Get(p.server + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Errorf("/readyz after the canary passed = %d, want 200", res.StatusCode)
+	}
+	for _, c := range []struct {
+		file, mode string
+		passed     bool
+	}{
+		{"correct/chunked_add.py", "test", true},
+		{"wrong/drops_tail.py", "test", false},
+		{"correct/chunked_add.py", "leaderboard", true},
+	} {
+		code, err := os.ReadFile(lib("vectoradd", "solutions", c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sub, err := admin.Submit(t.Context(), api.SubmitRequest{Code: code, Leaderboard: "vectoradd", GPU: "cpu", Mode: c.mode, FileName: filepath.Base(c.file)})
+		if err != nil {
+			t.Fatalf("submit %s (%s): %v", c.file, c.mode, err)
+		}
+		v, err := admin.Wait(t.Context(), sub.ID, nil)
+		if err != nil {
+			t.Fatalf("wait for %s (%s): %v", c.file, c.mode, err)
+		}
+		if v.Passed != c.passed || v.Status != "done" {
+			t.Errorf("%s in %s mode under umask 0077: status %s, passed %v (%s), want done and passed %v",
+				c.file, c.mode, v.Status, v.Passed, v.Reason, c.passed)
+		}
+	}
+	if err := admin.Backup(t.Context(), io.Discard); err != nil {
+		t.Errorf("backup under umask 0077: %v", err)
+	}
+	for name, want := range map[string]fs.FileMode{"": 0o700, "kernelbox.db": 0o600, "admin-token": 0o600} {
+		st, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Errorf("stat %q: %v", name, err)
+		} else if got := st.Mode().Perm(); got&^want != 0 {
+			t.Errorf("mode of %q = %04o, want no more than %04o", name, got, want)
+		}
+	}
+}
