@@ -5,10 +5,12 @@ package cli
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"kernelbox/appliance/api"
+	"kernelbox/internal/testutil"
 	"kernelbox/sandbox"
 )
 
@@ -47,11 +49,33 @@ func TestDoctor(t *testing.T) {
 		t.Errorf("doctor says neither which GPUs it found nor that there are none:\n%s", stdout)
 	}
 	healthy := os.Geteuid() == 0 && strings.Contains(stdout, "✓ seccomp (this build)") && strings.Contains(stdout, "✓ harness Python")
-	if healthy && (code != 0 || !strings.Contains(stdout, "✓ sandbox run")) {
+	if healthy && (code != 0 || !strings.Contains(stdout, "✓ sandbox run") || !strings.Contains(stdout, "✓ canary")) {
 		t.Errorf("doctor on a healthy host: exit %d\n%s", code, stdout)
 	}
 	if !healthy && (code != api.ExitFailed || !strings.Contains(stdout, "fix:")) {
 		t.Errorf("doctor on a host that cannot sandbox: exit %d, want %d with fixes\n%s", code, api.ExitFailed, stdout)
+	}
+}
+
+// TestDoctor_BrokenSandbox: a harness Python the sandbox cannot see (a
+// link in a directory no bind brings in) passes the probe outside the
+// sandbox; the canary inside fails, and doctor with it, naming the cause.
+func TestDoctor_BrokenSandbox(t *testing.T) {
+	t.Parallel()
+	requireRootSandbox(t)
+	it := testutil.RequireTorch(t)
+	hidden := filepath.Join(t.TempDir(), "python3")
+	if err := os.Symlink(it.Path, hidden); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(conf, []byte("python: "+hidden+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, _, code := runCLI(t, "doctor", "--config", conf)
+	if code != api.ExitFailed || !strings.Contains(stdout, "✗ canary") || !strings.Contains(stdout, "no such file") {
+		t.Errorf("doctor with a Python outside the sandbox's binds = exit %d, want %d and the canary failed with the cause:\n%s",
+			code, api.ExitFailed, stdout)
 	}
 }
 
