@@ -163,7 +163,12 @@ func slowSubmission(t *testing.T, c *api.Client, seconds int) int64 {
 }
 
 func TestSlurm_EndToEnd(t *testing.T) {
-	td := startCoordinator(t)
+	td := startCoordinator(t, func(c *Config) {
+		// The job runs under the packaged unit's umask, as sbatch from a
+		// coordinator the unit started hands it (SLURM_UMASK): the node's
+		// runs must not depend on it.
+		c.Slurm.Command = append([]string{"/bin/sh", "-c", `umask 0077 && exec "$@"`, "sh"}, c.Slurm.Command...)
+	})
 	td.loadQuick()
 	ctx := t.Context()
 	fast, err := os.ReadFile(quickSolution("correct/double.py"))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 
 	"kernelbox/appliance"
 	"kernelbox/appliance/api"
@@ -54,6 +55,12 @@ func runNodeJob(c *cli.Context) error {
 	if err != nil {
 		return usageError("node run-job: %v", err)
 	}
+	// sbatch hands the job the submitter's umask (SLURM_UMASK): the
+	// coordinator's, 0077 under the packaged unit, or whatever a shell that
+	// ran it had. The node's runs set their modes explicitly; its own
+	// files (reports, the shared directory's) get the unit's umask here,
+	// whatever the submitter's was.
+	unix.Umask(unitUmask)
 	cfg, err := nodeConfig(c.String("config"))
 	if err != nil {
 		return usageError("node run-job: %v", err)
