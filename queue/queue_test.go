@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -466,5 +467,34 @@ func TestStore_PositionAndMeanRunTime(t *testing.T) {
 	mean, err := b.s.MeanRunTime(ctx, "cpu", 10)
 	if err != nil || mean != 2*time.Second {
 		t.Errorf("MeanRunTime(cpu) = %v, %v; want 2s", mean, err)
+	}
+}
+
+// TestOpenDB_OwnerOnly: the database and the files SQLite makes beside it
+// are 0600 whatever the umask, and a file left wider is narrowed.
+func TestOpenDB_OwnerOnly(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "kernelbox.db")
+	if err := os.WriteFile(path+"-wal", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path+"-wal", 0o644); err != nil { // whatever the umask
+		t.Fatal(err)
+	}
+	db, err := OpenDB(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(t.Context(), "CREATE TABLE t (x)"); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"", "-wal", "-shm"} {
+		st, err := os.Stat(path + name)
+		if err != nil {
+			t.Errorf("stat %s: %v", path+name, err)
+		} else if got := st.Mode().Perm(); got != 0o600 {
+			t.Errorf("mode of kernelbox.db%s = %04o, want 0600", name, got)
+		}
 	}
 }

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // the SQLite driver, registered as "sqlite3"
@@ -76,7 +78,14 @@ func (s *Store) Close() error {
 
 // OpenDB opens the SQLite database file at path the way kernelbox keeps
 // its state: the queue's tables and the daemon's, in one file.
+//
+// The file and its WAL and shared-memory files are the owner's alone
+// (0600), whatever the umask: they hold every submission's code and the
+// tokens' hashes. SQLite gives the two files it makes the database's mode.
 func OpenDB(ctx context.Context, path string) (*sql.DB, error) {
+	if err := ownerOnly(path); err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	q := url.Values{}
 	q.Set("_journal_mode", "WAL")
 	// FULL: an accepted submission survives a power cut, not only a crash
@@ -99,6 +108,25 @@ func OpenDB(ctx context.Context, path string) (*sql.DB, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	return db, nil
+}
+
+// ownerOnly makes the database file if it is missing and sets it and
+// the WAL and shared-memory files left beside it to 0600.
+func ownerOnly(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	err = f.Chmod(0o600)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	for _, side := range []string{"-wal", "-shm"} {
+		if cerr := os.Chmod(path+side, 0o600); cerr != nil && !errors.Is(cerr, fs.ErrNotExist) && err == nil {
+			err = cerr
+		}
+	}
+	return err
 }
 
 // Migrations are one component's numbered schema changes (NNNN_name.sql
