@@ -76,6 +76,25 @@ func TestDaemon_UnitUmask(t *testing.T) {
 				c.file, c.mode, v.Status, v.Passed, v.Reason, c.passed)
 		}
 	}
+	// A KernelBot-format problem (its own eval.py), loaded as an archive.
+	var archive strings.Builder
+	if err := api.PackProblemSet(&archive, filepath.Join("testdata", "quick")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.LoadProblems(t.Context(), strings.NewReader(archive.String()), api.ProblemLoad{Name: "quick"}); err != nil {
+		t.Fatal(err)
+	}
+	double, err := os.ReadFile(quickSolution("correct/double.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := admin.Submit(t.Context(), api.SubmitRequest{Code: double, Mode: "test", FileName: "double.py"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := admin.Wait(t.Context(), sub.ID, nil); err != nil || !v.Passed {
+		t.Errorf("quick (KernelBot format) under umask 0077: %+v, %v; want passed", v, err)
+	}
 	if err := admin.Backup(t.Context(), io.Discard); err != nil {
 		t.Errorf("backup under umask 0077: %v", err)
 	}
