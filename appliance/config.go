@@ -14,6 +14,7 @@ import (
 	"kernelbox/gpu"
 	"kernelbox/policies"
 	"kernelbox/problems"
+	"kernelbox/sandbox"
 )
 
 // ErrConfig marks every configuration error.
@@ -112,7 +113,12 @@ type Config struct {
 	// problem-set upload gets five times as long): a client that trickles
 	// bytes holds a connection no longer than this.
 	BodyTimeout time.Duration `yaml:"body_timeout"`
-	// CgroupParent is the cgroup every sandbox's cgroup is made under.
+	// CgroupParent is the cgroup every sandbox's cgroup is made under, a
+	// path from the root of every hierarchy. Empty (the default) picks one
+	// (Daemon.placeCgroups): <unit>/runs under the systemd unit's cgroup
+	// when the unit delegates it (Delegate=yes, cgroup v2), else
+	// sandbox.DefaultCgroupParent of the data directory, so that two
+	// daemons on one host never share one.
 	CgroupParent string `yaml:"cgroup_parent"`
 	// Budget bounds all sandboxes together (the parent cgroup), so the
 	// daemon and the host stay responsive however many runs go at once.
@@ -356,7 +362,6 @@ func DefaultConfig() Config {
 		MaxProblemBytes:   64 << 20,
 		MaxConnections:    1024,
 		BodyTimeout:       time.Minute,
-		CgroupParent:      "kernelbox",
 		LogLevel:          "info",
 		LogFormat:         "text",
 		Metrics:           true,
@@ -456,6 +461,11 @@ func (c *Config) Validate() error {
 	}
 	if n := c.Budget.Memory; n < 0 || (n > 0 && n < 256<<20) {
 		bad("budget.memory", "want a size of at least 256M, like 48G, got %s", n)
+	}
+	if c.CgroupParent != "" {
+		if err := sandbox.CheckCgroupParent(c.CgroupParent); err != nil {
+			bad("cgroup_parent", "%v", err)
+		}
 	}
 	if c.Budget.CPUs < 0 || c.Budget.Pids < 0 {
 		bad("budget", "cpus and pids must not be negative")

@@ -51,8 +51,9 @@ func TestConfig_Validate(t *testing.T) {
 	c.CPUSlots = -1
 	c.LeaseTTL = time.Millisecond
 	c.RateLimits = map[string]int{"bogus": 1}
+	c.CgroupParent = "/sys/fs/cgroup/kernelbox" // a path from the hierarchies' root, not of the mount
 	err := c.Validate()
-	for _, field := range []string{"config data", "config cpu_slots", "config lease_ttl", "config rate_limits"} {
+	for _, field := range []string{"config data", "config cpu_slots", "config lease_ttl", "config rate_limits", "config cgroup_parent"} {
 		if err == nil || !strings.Contains(err.Error(), field) {
 			t.Errorf("Validate() = %v, want an error naming %q", err, field)
 		}

@@ -104,9 +104,12 @@ func (d *Daemon) prepareRunner(ctx context.Context, m *metrics) (*problems.Inter
 	}
 	rt, err := sandbox.NewRuntime(filepath.Join(d.cfg.DataDir, "sandbox"), d.log)
 	if err == nil {
-		err = rt.SetCgroupParent(d.cfg.CgroupParent)
+		err = d.placeCgroups(rt)
 	}
 	if err != nil {
+		if rt != nil {
+			_ = rt.Close()
+		}
 		return it, nil, append(health, fmt.Sprintf("no sandbox: %v", err))
 	}
 	d.rt = rt
@@ -131,4 +134,33 @@ func (d *Daemon) prepareRunner(ctx context.Context, m *metrics) (*problems.Inter
 		l, env := NewSandboxLauncher(countVerdicts{rt, m}, spec)
 		return l, append(env, g.env()...)
 	}, health
+}
+
+// placeCgroups picks the cgroup the sandboxes' cgroups are made under. The
+// config's cgroup_parent wins. Without one, a daemon whose systemd unit
+// delegates its cgroup v2 subtree (Delegate=yes) puts them in it, as
+// <unit>/runs beside its own leaf <unit>/daemon: systemctl status and
+// systemd-cgtop then show the runs as the unit's, the unit's limits cover
+// them, and stopping the unit kills what is left of them. Anywhere else they
+// go under a parent named after the data directory
+// (sandbox.DefaultCgroupParent), which no other daemon on the host shares.
+func (d *Daemon) placeCgroups(rt *sandbox.Runtime) error {
+	if d.cfg.CgroupParent != "" {
+		return rt.SetCgroupParent(d.cfg.CgroupParent)
+	}
+	del, why := sandbox.FindDelegation()
+	if why == nil {
+		err := rt.UseDelegation(del)
+		if err == nil {
+			d.log.Info("sandbox cgroups go under the unit's delegated cgroup", "cgroup", rt.CgroupParent(), "daemon_cgroup", del.Leaf)
+			return nil
+		}
+		why = err
+	}
+	parent := sandbox.DefaultCgroupParent(d.cfg.DataDir)
+	if err := rt.SetCgroupParent(parent); err != nil {
+		return err
+	}
+	d.log.Info("sandbox cgroups go under a parent named after the data directory", "cgroup", parent, "why_not_the_unit", why.Error())
+	return nil
 }

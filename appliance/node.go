@@ -426,8 +426,15 @@ func (r *runner) nodeResult(ex *execution, g gang) (api.NodeResult, error) {
 
 // nodeJobCgroup is the cgroup parent of the job whose directory under
 // DATA/node is dir (job-<id>): one name for the job that makes it and the
-// sweep that removes what a killed job left.
-func nodeJobCgroup(cfg Config, dir string) string { return cfg.CgroupParent + "-" + dir }
+// sweep that removes what a killed job left. It is always outside the
+// cgroup Slurm gives the job, which nothing here takes as delegated.
+func nodeJobCgroup(cfg Config, dir string) string {
+	parent := cfg.CgroupParent
+	if parent == "" {
+		parent = sandbox.DefaultCgroupParent(cfg.DataDir)
+	}
+	return parent + "-" + dir
+}
 
 // removeCgroup removes a job's cgroup parent once its sandboxes are gone
 // (cgroup v2, or each v1 hierarchy); a leftover is only untidy.

@@ -4,7 +4,9 @@ package sandbox
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -147,23 +149,49 @@ func eachMount(fn func(point, fstype, source, superOpts string) bool) error {
 	return sc.Err()
 }
 
-// runCgroups lists the run cgroups under the runtime's parent, by run id,
-// with their directory in every hierarchy that has one.
-func (r *Runtime) runCgroups() (map[string][]string, error) {
-	var parents []string
+// parentDirs lists the directories of the cgroup parent that exist: in the
+// cgroup2 tree, or in every v1 hierarchy (and the hybrid's cgroup2 tree
+// beside them), which libcontainer makes a run's cgroup in.
+func parentDirs(parent string) ([]string, error) {
 	if cgroups.Mode() == cgroups.Unified {
 		m, err := cgroupMount("cgroup2", "")
 		if err != nil {
 			return nil, err
 		}
-		parents = []string{filepath.Join(m, r.cgroupParent)}
-	} else {
-		m, err := cgroupMount("cgroup", "memory")
-		if err != nil {
-			return nil, err
+		if st, err := os.Stat(filepath.Join(m, parent)); err != nil || !st.IsDir() {
+			return nil, nil
 		}
-		// Every v1 hierarchy, and the hybrid's cgroup2 tree beside them.
-		parents, _ = filepath.Glob(filepath.Join(filepath.Dir(m), "*", r.cgroupParent))
+		return []string{filepath.Join(m, parent)}, nil
+	}
+	m, err := cgroupMount("cgroup", "memory")
+	if err != nil {
+		return nil, err
+	}
+	root := filepath.Dir(m)
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, err
+	}
+	var dirs []string
+	for _, e := range entries {
+		// Not a link: cpu -> cpu,cpuacct is the same hierarchy again.
+		if !e.IsDir() {
+			continue
+		}
+		d := filepath.Join(root, e.Name(), parent)
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs, nil
+}
+
+// runCgroups lists the run cgroups under the runtime's parent, by run id,
+// with their directory in every hierarchy that has one.
+func (r *Runtime) runCgroups() (map[string][]string, error) {
+	parents, err := parentDirs(r.cgroupParent)
+	if err != nil {
+		return nil, err
 	}
 	found := map[string][]string{}
 	for _, p := range parents {
@@ -175,6 +203,23 @@ func (r *Runtime) runCgroups() (map[string][]string, error) {
 		}
 	}
 	return found, nil
+}
+
+// removeCgroupParent removes the parent cgroup from every hierarchy, where
+// it is empty: a run cgroup still in it (a run that has not ended, or one
+// whose Destroy failed) keeps it, and is the error.
+func removeCgroupParent(parent string) error {
+	dirs, err := parentDirs(parent)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, d := range dirs {
+		if err := os.Remove(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err) // "remove DIR: device or resource busy"
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // removeOrphanCgroups removes the empty run cgroups no container state
@@ -204,15 +249,20 @@ func (r *Runtime) removeOrphanCgroups() {
 	}
 }
 
-// SetCgroupParent names the cgroup every run's cgroup is made under
-// ("kernelbox" unless set). Two runtimes with different parents never
-// touch each other's cgroups, not even in CleanStale's sweep of orphans:
-// the test daemons use their own beside the sandbox tests' runs. Call it
-// before SetBudget, CleanStale and the first Run.
+// SetCgroupParent names the cgroup every run's cgroup is made under, a
+// path from the root of every hierarchy (DefaultCgroupParent of the
+// runtime's root unless set). Two runtimes with different parents never
+// touch each other's cgroups, not even in CleanStale's sweep of orphans or
+// in Close, which removes the parent: so one parent is one runtime's. Call
+// it before SetBudget, CleanStale and the first Run.
 func (r *Runtime) SetCgroupParent(name string) error {
-	if name == "" || strings.ContainsAny(name, "/.") || len(name) > 64 {
-		return fmt.Errorf("sandbox: cgroup parent %q: want one plain path element", name)
+	if err := CheckCgroupParent(name); err != nil {
+		return fmt.Errorf("sandbox: %w", err)
 	}
 	r.cgroupParent = name
 	return nil
 }
+
+// CgroupParent is the cgroup the runs' cgroups are made under, relative to
+// the root of every hierarchy.
+func (r *Runtime) CgroupParent() string { return r.cgroupParent }

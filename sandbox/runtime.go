@@ -57,7 +57,9 @@ func NewRuntime(root string, logger *slog.Logger) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	r := &Runtime{root: root, cgroupParent: "kernelbox", logger: logger.With("component", "sandbox"), mounted: mounted}
+	// A parent named after the root, so that runtimes on different roots
+	// (one-shot runtimes, tests) never share one; the daemon names its own.
+	r := &Runtime{root: root, cgroupParent: DefaultCgroupParent(root), logger: logger.With("component", "sandbox"), mounted: mounted}
 	for _, d := range []string{"state", "runs"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o700); err != nil {
 			r.Close()
@@ -102,16 +104,21 @@ func ensureTmpfs(dir string) (bool, error) {
 	return true, nil
 }
 
-// Close unmounts the tmpfs NewRuntime mounted. Runs must have ended.
+// Close removes the runs' parent cgroup from every hierarchy and unmounts
+// the tmpfs NewRuntime mounted. Runs must have ended: a run cgroup left in
+// the parent keeps it, and is reported.
 func (r *Runtime) Close() error {
-	if !r.mounted {
-		return nil
+	var errs []error
+	if err := removeCgroupParent(r.cgroupParent); err != nil {
+		errs = append(errs, fmt.Errorf("sandbox: remove cgroup parent %s: %w", r.cgroupParent, err))
 	}
-	r.mounted = false
-	if err := unix.Unmount(r.root, unix.MNT_DETACH); err != nil {
-		return fmt.Errorf("sandbox: unmount %s: %w", r.root, err)
+	if r.mounted {
+		r.mounted = false
+		if err := unix.Unmount(r.root, unix.MNT_DETACH); err != nil {
+			errs = append(errs, fmt.Errorf("sandbox: unmount %s: %w", r.root, err))
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // CleanStale kills and removes the containers and run directories an

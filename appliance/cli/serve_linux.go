@@ -37,7 +37,7 @@ func serveCommand() *cli.Command {
 			&cli.BoolFlag{Name: "no-sandbox", Usage: "run submissions without the sandbox (development only: they get the daemon's rights)"},
 			&cli.BoolFlag{Name: "no-library", Usage: "do not load the bundled problems"},
 			&cli.BoolFlag{Name: "accept-store-loss", Usage: "start on a database that lost what this data directory recorded of it (an older backup, a new file); ids handed out before are not reused"},
-			&cli.StringFlag{Name: "cgroup-parent", Usage: "the cgroup the sandboxes' cgroups are made under", Value: d.CgroupParent},
+			&cli.StringFlag{Name: "cgroup-parent", Usage: "the cgroup the sandboxes' cgroups are made under (default: the systemd unit's delegated cgroup, else kernelbox-<hash of the data directory>)", Value: d.CgroupParent},
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error", Value: d.LogLevel},
 			&cli.StringFlag{Name: "log-format", Usage: "text (logfmt) or json (one object a line, for journald)", Value: d.LogFormat},
 			pythonFlag(),
