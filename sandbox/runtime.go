@@ -228,16 +228,22 @@ func (r *Runtime) Run(ctx context.Context, s Spec) (*Result, error) {
 	})
 	if err != nil && !errors.Is(err, errExitedAtGate) {
 		_ = container.Signal(unix.SIGKILL)
-		p.wait(ctx, container, 0)
+		p.wait(ctx, container, 0, "")
 		p.out.drain()
 		return nil, fmt.Errorf("gate of run %s: %w", id, err)
 	}
 	// A standby that died while it waited is reported as a run that
 	// exited at once: its exit and stderr say why.
-	end := p.wait(ctx, container, wall)
+	end := p.wait(ctx, container, wall, r.oomCounter(container))
 	res.Wall = time.Since(p.began)
 	p.out.drain()
 	r.readStats(container, res)
+	res.MemoryLimit = uint64(s.Limits.Memory)
+	// The count wait saw stands if the cgroup could not be read again.
+	res.OOMKills = max(res.OOMKills, end.oomKills)
+	if res.OOMKills > 0 {
+		res.OOMKilled = oomVictims(id, maxVictims)
+	}
 	if err := keepFiles(&s); err != nil {
 		return fail("keep files", err)
 	}
@@ -423,11 +429,15 @@ func start(container *libcontainer.Container, s *Spec) (*process, string, error)
 type ending struct {
 	ps                  *os.ProcessState
 	timedOut, cancelled bool
+	// oomKills is the run's OOM kill count as wait last read it.
+	oomKills uint64
 }
 
-// wait waits for the init to exit, or kills it at the wall limit or when
-// ctx ends. Killing the init of a PID namespace kills every process in it.
-func (p *process) wait(ctx context.Context, container *libcontainer.Container, wall time.Duration) ending {
+// wait waits for the init to exit, or kills it at the wall limit, when
+// ctx ends, or oomGrace after the kernel first killed one of its
+// processes for memory (counted in the oomCounter file oom, "" for
+// none). Killing the init of a PID namespace kills every process in it.
+func (p *process) wait(ctx context.Context, container *libcontainer.Container, wall time.Duration, oom string) ending {
 	var e ending
 	select {
 	case <-p.exited: // before the timer: an init that died at its gate
@@ -437,14 +447,35 @@ func (p *process) wait(ctx context.Context, container *libcontainer.Container, w
 	}
 	timer := time.NewTimer(wall)
 	defer timer.Stop()
-	select {
-	case <-p.exited:
-		e.ps = p.ps
-		return e
-	case <-timer.C:
-		e.timedOut = true
-	case <-ctx.Done():
-		e.cancelled = true
+	var poll, grace <-chan time.Time
+	if oom != "" {
+		ticker := time.NewTicker(oomPoll)
+		defer ticker.Stop()
+		poll = ticker.C
+	}
+wait:
+	for {
+		select {
+		case <-p.exited:
+			e.ps = p.ps
+			return e
+		case <-timer.C:
+			e.timedOut = true
+			break wait
+		case <-ctx.Done():
+			e.cancelled = true
+			break wait
+		case <-poll:
+			if n, err := readOOMKills(oom); err == nil && n > 0 {
+				e.oomKills = n
+				poll = nil
+				g := time.NewTimer(oomGrace)
+				defer g.Stop()
+				grace = g.C
+			}
+		case <-grace:
+			break wait
+		}
 	}
 	_ = container.Signal(unix.SIGKILL)
 	<-p.exited
@@ -481,11 +512,15 @@ func (o *outputs) collect(res *Result, e ending) {
 			res.Signal = unix.SignalName(ws.Signal())
 		}
 	}
+	res.TimedOut = e.timedOut
 	switch {
-	case e.timedOut:
-		res.Verdict = VerdictTimeout
+	// An OOM kill outranks the timeout that may follow it: a harness
+	// whose worker was killed often waits for it until the wall limit,
+	// and the kill is the cause the contestant must see.
 	case res.OOMKills > 0:
 		res.Verdict = VerdictOOM
+	case e.timedOut:
+		res.Verdict = VerdictTimeout
 	case res.Signal != "":
 		res.Verdict = VerdictSignal
 	case res.ExitCode != 0:

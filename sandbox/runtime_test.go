@@ -623,3 +623,67 @@ func cpuWeight(t *testing.T, r *Runtime) string {
 	}
 	return ""
 }
+
+// TestRuntime_OOMOutranksTimeout: a run whose process the kernel killed at
+// the memory limit is an OOM, with who was killed, the run's peak and its
+// limit, whether the run then hangs to its wall limit or is ended early
+// for the kill (issue 38: such runs were reported as timeouts only, and a
+// harness whose pool never notices a dead worker burned its whole limit).
+func TestRuntime_OOMOutranksTimeout(t *testing.T) {
+	t.Parallel()
+	r := newTestRuntime(t)
+	// The allocation dies; the shell then hangs, as a harness waiting on
+	// its dead worker does.
+	const script = "python3 -c 'b = bytearray(1 << 30)'; sleep 1000"
+	for _, tt := range []struct {
+		name     string
+		wall     time.Duration
+		timedOut bool
+	}{
+		// The wall limit comes before the early end.
+		{name: "then past the wall limit", wall: oomGrace / 2, timedOut: true},
+		// The early end comes long before the wall limit.
+		{name: "then hangs", wall: 30 * time.Second},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := shSpec(script)
+			s.Limits.WallTime = tt.wall
+			res, err := r.Run(t.Context(), s)
+			if err != nil {
+				t.Fatalf("Run() = %v", err)
+			}
+			if res.Verdict != VerdictOOM || res.OOMKills == 0 {
+				t.Fatalf("verdict %s, %d OOM kills (exit %d, signal %q, wall %v, stderr %q), want oom",
+					res.Verdict, res.OOMKills, res.ExitCode, res.Signal, res.Wall, truncate(res.Stderr))
+			}
+			if res.TimedOut != tt.timedOut {
+				t.Errorf("TimedOut = %v, want %v (wall %v)", res.TimedOut, tt.timedOut, res.Wall)
+			}
+			if !tt.timedOut && res.Wall > tt.wall/2 {
+				t.Errorf("Wall = %v: the run was not ended after its OOM kill", res.Wall)
+			}
+			if res.MemoryLimit != uint64(s.Limits.Memory) {
+				t.Errorf("MemoryLimit = %d, want %d", res.MemoryLimit, s.Limits.Memory)
+			}
+			if res.PeakMemory < uint64(s.Limits.Memory)/2 || res.PeakMemory > uint64(s.Limits.Memory) {
+				t.Errorf("PeakMemory = %d, want near the %d limit", res.PeakMemory, s.Limits.Memory)
+			}
+			if kmsgReadable() {
+				if len(res.OOMKilled) != 1 || res.OOMKilled[0].Name != "python3" || res.OOMKilled[0].PID <= 0 || res.OOMKilled[0].RSS == 0 {
+					t.Errorf("OOMKilled = %+v, want python3 with its pid and memory", res.OOMKilled)
+				}
+			} else {
+				t.Logf("the kernel log is not readable here: the killed process is not named")
+			}
+			requireHostClean(t, r, res.ID)
+		})
+	}
+}
+
+// kmsgReadable says whether the kernel's log can be read here (root, and
+// not hidden by the host), which naming a killed process needs.
+func kmsgReadable() bool {
+	_, err := kmsgRecords()
+	return err == nil
+}

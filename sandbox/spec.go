@@ -123,11 +123,34 @@ type Result struct {
 	CPU        time.Duration `json:"cpu_ns"`
 	PeakMemory uint64        `json:"peak_memory_bytes"`
 	OOMKills   uint64        `json:"oom_kills,omitempty"`
-	Stdout     []byte        `json:"stdout"`
-	Stderr     []byte        `json:"stderr"`
-	ResultData []byte        `json:"result,omitempty"`
-	Truncated  bool          `json:"truncated,omitempty"`
-	Error      string        `json:"error,omitempty"` // for sandbox_error
+	// OOMKilled are the processes the kernel killed for the memory limit,
+	// as its log names them (at most 8): empty where the log cannot be
+	// read, while OOMKills still counts them.
+	OOMKilled []OOMKill `json:"oom_killed,omitempty"`
+	// MemoryLimit is the limit the run had (Limits.Memory), what an OOM
+	// verdict's PeakMemory is measured against.
+	MemoryLimit uint64 `json:"memory_limit_bytes,omitempty"`
+	// TimedOut: the run reached its wall limit, whatever its verdict (an
+	// OOM kill before the limit outranks it).
+	TimedOut   bool   `json:"timed_out,omitempty"`
+	Stdout     []byte `json:"stdout"`
+	Stderr     []byte `json:"stderr"`
+	ResultData []byte `json:"result,omitempty"`
+	Truncated  bool   `json:"truncated,omitempty"`
+	Error      string `json:"error,omitempty"` // for sandbox_error
+}
+
+// OOMKill is one process the kernel killed for a run's memory limit, as
+// its log names it.
+type OOMKill struct {
+	// PID is the host's pid of the process (not the one the run saw).
+	PID  int    `json:"pid"`
+	Name string `json:"name"` // the command name (comm), 15 bytes at most
+	// RSS is the resident memory it held when it was killed, in bytes.
+	RSS uint64 `json:"rss_bytes"`
+	// Budget: the kill was for the memory budget of all runs (the
+	// runtime's parent cgroup, SetBudget), not for this run's own limit.
+	Budget bool `json:"budget,omitempty"`
 }
 
 // ErrInvalidSpec is wrapped by every error about a Spec that cannot run.

@@ -106,9 +106,11 @@ func Exit(code int, result, stderr string) Step {
 	return Step{Result: sandbox.Result{Verdict: sandbox.VerdictExit, ExitCode: code, ResultData: []byte(result), Stderr: []byte(stderr)}}
 }
 
-// OOM is a run the kernel killed for memory.
+// OOM is a run the kernel killed for memory: its python3 was killed at
+// the run's 8 GiB limit.
 func OOM() Step {
-	return Step{Result: sandbox.Result{Verdict: sandbox.VerdictOOM, ExitCode: -1, Signal: "SIGKILL", OOMKills: 1}}
+	return Step{Result: sandbox.Result{Verdict: sandbox.VerdictOOM, ExitCode: -1, Signal: "SIGKILL", OOMKills: 1,
+		OOMKilled: []sandbox.OOMKill{{PID: 4242, Name: "python3", RSS: 7 << 30}}, PeakMemory: 8 << 30, MemoryLimit: 8 << 30}}
 }
 
 // Timeout is a run killed at its wall-time limit.
