@@ -130,6 +130,7 @@ type Phase struct {
 	ExitCode  int           `json:"exit_code"`
 	Signal    string        `json:"signal,omitempty"`
 	TimedOut  bool          `json:"timed_out,omitempty"`
+	OOM       bool          `json:"oom,omitempty"`    // a process of it was killed for memory
 	Reason    string        `json:"reason,omitempty"` // why it did not pass
 	Wall      time.Duration `json:"wall_ns"`
 	Result    *Result       `json:"result,omitempty"`
@@ -417,18 +418,20 @@ func record(opts EvalOptions, rep *Report, s phase, ph Phase) (done bool) {
 
 // judgePhase decides whether one harness run passed and why not.
 func judgePhase(name string, out Outcome, ncases int) Phase {
-	ph := Phase{Name: name, ExitCode: out.ExitCode, Signal: out.Signal, TimedOut: out.TimedOut, Wall: out.Wall,
+	ph := Phase{Name: name, ExitCode: out.ExitCode, Signal: out.Signal, TimedOut: out.TimedOut, OOM: out.OOM, Wall: out.Wall,
 		Stdout: string(out.Stdout), Stderr: string(out.Stderr), Truncated: out.Truncated}
 	res, perr := ParseResult(bytes.NewReader(out.Result))
 	if perr == nil {
 		ph.Result = res
 	}
 	switch {
+	// Before the timeout: a harness whose worker the kernel killed may
+	// wait for it until the time limit, and the kill is the cause.
+	case out.OOM:
+		ph.Reason = describeOOM(out)
 	case out.TimedOut:
 		ph.ExitCode = ExitTimeout
 		ph.Reason = "timed out"
-	case out.OOM:
-		ph.Reason = "ran out of memory (killed at the memory limit)"
 	case out.ExitCode == -1:
 		ph.Reason = "harness killed by " + out.Signal
 	case perr != nil:

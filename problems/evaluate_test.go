@@ -172,3 +172,42 @@ func TestExecLauncher_CancelKillsGroup(t *testing.T) {
 		t.Errorf("Launch() returned after %v", d)
 	}
 }
+
+// TestJudgePhase_OOM: a phase in which the kernel killed a process for
+// memory fails as out of memory, naming what the launcher knows of it,
+// even when the harness then waited to its time limit (issue 38); a
+// timeout without an OOM kill stays a timeout.
+func TestJudgePhase_OOM(t *testing.T) {
+	t.Parallel()
+	const died = "test-count: 1\ntest.0.spec: n: 1\ntest.0.status: fail\ntest.0.error: the submission's process was killed by SIGKILL\ncheck: fail\n"
+	for _, tt := range []struct {
+		name   string
+		out    Outcome
+		reason string
+		exit   int
+	}{
+		{name: "named", out: Outcome{OOM: true, ExitCode: ExitValidation, Result: []byte(died),
+			OOMKilled:  []KilledProcess{{Name: "python3", PID: 24849, RSS: 300 << 20}, {Name: "python3", PID: 24850}},
+			PeakMemory: 512 << 20, MemoryLimit: 512 << 20},
+			reason: "ran out of memory: the kernel killed python3 (pid 24849 on the host, holding 300 MiB) and 1 more at the run's 512 MiB memory limit (the run's peak: 512 MiB): test 0 (n: 1): the submission's process was killed by SIGKILL",
+			exit:   ExitValidation},
+		// Killed by the sandbox's wall clock after the kill: no timeout.
+		{name: "then hung", out: Outcome{OOM: true, ExitCode: -1, Signal: "SIGKILL", PeakMemory: 16 << 30, MemoryLimit: 16 << 30},
+			reason: "ran out of memory: the kernel killed a process of the run at the run's 16.0 GiB memory limit (the run's peak: 16.0 GiB)", exit: -1},
+		{name: "also timed out", out: Outcome{OOM: true, TimedOut: true, ExitCode: -1, Signal: "SIGKILL"},
+			reason: "ran out of memory: the kernel killed a process of the run at the memory limit", exit: -1},
+		{name: "budget", out: Outcome{OOM: true, ExitCode: -1, OOMKilled: []KilledProcess{{Name: "python3", PID: 7, Budget: true}}, MemoryLimit: 8 << 30},
+			reason: "ran out of memory: the kernel killed python3 (pid 7 on the host) at the memory budget the box shares among its runs", exit: -1},
+		{name: "timeout alone", out: Outcome{TimedOut: true, ExitCode: -1, Signal: "SIGKILL", PeakMemory: 100 << 20, MemoryLimit: 8 << 30},
+			reason: "timed out", exit: ExitTimeout},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ph := judgePhase("test", tt.out, 1)
+			if ph.Passed || ph.OOM != tt.out.OOM || !strings.HasPrefix(ph.Reason, tt.reason) || ph.ExitCode != tt.exit {
+				t.Errorf("judgePhase() = passed %v, oom %v, exit %d, reason %q;\nwant oom %v, exit %d, a reason starting %q",
+					ph.Passed, ph.OOM, ph.ExitCode, ph.Reason, tt.out.OOM, tt.exit, tt.reason)
+			}
+		})
+	}
+}

@@ -55,12 +55,19 @@ type Outcome struct {
 	ExitCode  int    // -1 when the process died of a signal
 	Signal    string // the signal's name when it did
 	TimedOut  bool
-	OOM       bool // killed for going over its memory limit (sandboxed runs)
+	OOM       bool // the kernel killed a process of it for memory (sandboxed runs)
 	Stdout    []byte
 	Stderr    []byte
 	Truncated bool // some output went past OutputLimit
 	Result    []byte
 	Wall      time.Duration
+
+	// OOMKilled names the processes killed for memory (OOM), where the
+	// launcher learns them; PeakMemory and MemoryLimit are the run's, in
+	// bytes, where it measures them (sandboxed runs), else 0.
+	OOMKilled   []KilledProcess
+	PeakMemory  uint64
+	MemoryLimit uint64
 }
 
 // Launcher runs harness processes. ExecLauncher runs them on the host; the

@@ -57,7 +57,7 @@ func compileCUDA(ctx context.Context, l Launcher, t *Task, opts EvalOptions) (Ph
 	}
 	out, err := l.Launch(ctx, Launch{Dir: opts.WorkDir, Argv: argv, Env: opts.Env, Timeout: 120 * time.Second,
 		OutputLimit: opts.OutputLimit, Keep: []string{compiledBinary}, Cache: opts.Cache})
-	ph := Phase{Name: "compile", ExitCode: out.ExitCode, TimedOut: out.TimedOut, Wall: out.Wall,
+	ph := Phase{Name: "compile", ExitCode: out.ExitCode, TimedOut: out.TimedOut, OOM: out.OOM, Wall: out.Wall,
 		Stdout: string(out.Stdout), Stderr: string(out.Stderr), Truncated: out.Truncated}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -67,6 +67,8 @@ func compileCUDA(ctx context.Context, l Launcher, t *Task, opts EvalOptions) (Ph
 		return ph, nil
 	}
 	switch {
+	case out.OOM:
+		ph.Reason = "compilation " + describeOOM(out)
 	case out.TimedOut:
 		ph.Reason = "compilation timed out"
 	case out.ExitCode != 0:
