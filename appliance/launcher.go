@@ -88,10 +88,16 @@ func (l *sandboxLauncher) Launch(ctx context.Context, in problems.Launch) (probl
 	if res.Verdict == sandbox.VerdictSandboxErr {
 		return problems.Outcome{}, fmt.Errorf("sandbox: %s", res.Error)
 	}
+	// A run that reached its wall limit after an OOM kill has the OOM
+	// verdict, and is no timeout here: the kill is its cause.
 	out := problems.Outcome{
 		ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.Verdict == sandbox.VerdictTimeout,
 		OOM: res.Verdict == sandbox.VerdictOOM, Stdout: res.Stdout, Stderr: res.Stderr,
 		Truncated: res.Truncated, Result: res.ResultData, Wall: res.Wall,
+		PeakMemory: res.PeakMemory, MemoryLimit: res.MemoryLimit,
+	}
+	for _, k := range res.OOMKilled {
+		out.OOMKilled = append(out.OOMKilled, problems.KilledProcess{Name: k.Name, PID: k.PID, RSS: k.RSS, Budget: k.Budget})
 	}
 	if res.Signal != "" {
 		out.ExitCode = -1

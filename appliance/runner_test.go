@@ -109,7 +109,8 @@ func TestRunner_SandboxOutcomes(t *testing.T) {
 		attempts int
 	}{
 		{"passes", []sandboxtest.Step{sandboxtest.OK(passing)}, api.StatusDone, true, "", 1},
-		{"out of memory", []sandboxtest.Step{sandboxtest.OOM()}, api.StatusDone, false, "memory", 1},
+		{"out of memory", []sandboxtest.Step{sandboxtest.OOM()}, api.StatusDone, false,
+			"ran out of memory: the kernel killed python3 (pid 4242 on the host, holding 7.0 GiB) at the run's 8.0 GiB memory limit (the run's peak: 8.0 GiB)", 1},
 		{"timed out", []sandboxtest.Step{sandboxtest.Timeout()}, api.StatusDone, false, "time", 1},
 		{"wrong answer", []sandboxtest.Step{sandboxtest.Exit(problems.ExitValidation,
 			"test-count: 1\ntest.0.spec: n: 3; seed: 1\ntest.0.status: fail\ntest.0.error: wrong result for n=3\ncheck: fail\n", "")},
