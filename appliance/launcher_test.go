@@ -6,7 +6,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"kernelbox/internal/testutil"
 	"kernelbox/policies"
@@ -109,5 +111,57 @@ func TestSandbox_HostileSubmissions(t *testing.T) {
 		if rep.Passed != tt.pass {
 			t.Errorf("%s in the sandbox: Passed %v (%s), want %v", tt.file, rep.Passed, rep.Reason, tt.pass)
 		}
+	}
+}
+
+// TestSandbox_OOMEndsThePhase: a submission that takes more memory than
+// its run may have fails at once as out of memory, naming the limit,
+// under a KernelBot-format problem whose own eval.py runs each test in a
+// multiprocessing pool (which waits for ever on the worker the kernel
+// killed: before issue 38 such a run ran to its 120 s test limit and was
+// shown as a timeout) as under our own harness.
+func TestSandbox_OOMEndsThePhase(t *testing.T) {
+	t.Parallel()
+	rt := requireSandbox(t)
+	it := testutil.RequireTorch(t)
+	lim := policies.ForMode("test", 0)
+	lim.Memory = 2 << 30 // the submission asks for 3 GiB
+	l, _ := NewSandboxLauncher(rt, LauncherSpec{Python: it, Limits: lim})
+	root := filepath.Join(testutil.RepoRoot(), "problems")
+	sub, err := os.ReadFile(filepath.Join(root, "testdata", "kernelbot", "pool_py", "oom_submission.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ name, dir string }{
+		{"kernelbot pool", filepath.Join(root, "testdata", "kernelbot", "pool_py")},
+		{"our harness", filepath.Join(root, "library", "vectoradd")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			task, err := problems.LoadTask(tt.dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			rep, err := problems.Evaluate(t.Context(), l, task, problems.EvalOptions{Mode: problems.ModeTest, Python: it.Path,
+				Device: it.Device, Env: SandboxEnv(), WorkDir: t.TempDir(), Submission: sub})
+			took := time.Since(start)
+			if err != nil {
+				t.Fatalf("Evaluate() = %v", err)
+			}
+			want := "test phase: ran out of memory: the kernel killed "
+			if rep.Passed || !strings.HasPrefix(rep.Reason, want) || !strings.Contains(rep.Reason, "at the run's 2.0 GiB memory limit") {
+				t.Errorf("Passed %v, reason %q; want a failure starting %q, at the 2.0 GiB limit", rep.Passed, rep.Reason, want)
+			}
+			if len(rep.Phases) != 1 || !rep.Phases[0].OOM || rep.Phases[0].TimedOut {
+				t.Errorf("phases %+v; want one, out of memory and not timed out", rep.Phases)
+			}
+			// The kill ends the run within seconds, not at the 120 s limit;
+			// the rest of the bound is torch's start on a loaded machine.
+			if limit := task.TestTimeout / 2; took > limit {
+				t.Errorf("Evaluate() took %v; want under %v (the test limit is %v)", took, limit, task.TestTimeout)
+			}
+			t.Logf("%s in %v", rep.Reason, took.Round(time.Millisecond))
+		})
 	}
 }
