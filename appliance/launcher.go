@@ -88,6 +88,13 @@ func (l *sandboxLauncher) Launch(ctx context.Context, in problems.Launch) (probl
 	if res.Verdict == sandbox.VerdictSandboxErr {
 		return problems.Outcome{}, fmt.Errorf("sandbox: %s", res.Error)
 	}
+	if budgetOOM(res) {
+		// Every kill was for the memory all runs share (config budget), not
+		// the run's own limit: the others' runs used it, so the attempt is
+		// the box's failure, tried again, never the contestant's verdict.
+		return problems.Outcome{}, fmt.Errorf("sandbox: the memory budget of all runs together (config budget.memory) ran out, "+
+			"and the kernel killed %s of this run", res.OOMKilled[0].Name)
+	}
 	// A run that reached its wall limit after an OOM kill has the OOM
 	// verdict, and is no timeout here: the kill is its cause.
 	out := problems.Outcome{
@@ -103,6 +110,19 @@ func (l *sandboxLauncher) Launch(ctx context.Context, in problems.Launch) (probl
 		out.ExitCode = -1
 	}
 	return out, nil
+}
+
+// budgetOOM says whether a run's OOM kills were all at the shared budget.
+func budgetOOM(res *sandbox.Result) bool {
+	if res.Verdict != sandbox.VerdictOOM || len(res.OOMKilled) == 0 {
+		return false
+	}
+	for _, k := range res.OOMKilled {
+		if !k.Budget {
+			return false
+		}
+	}
+	return true
 }
 
 // SandboxCacheDir is where a sandboxed run finds its submitter's compile

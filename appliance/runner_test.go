@@ -95,6 +95,14 @@ func (b *runnerBundle) submit() *store.Submission {
 const passing = "test-count: 2\ntest.0.spec: n: 3; seed: 1\ntest.0.status: pass\n" +
 	"test.1.spec: n: 10; seed: 2\ntest.1.status: pass\ncheck: pass\n"
 
+// budgetOOMStep is a run whose process the kernel killed for the budget all
+// runs share, not for the run's own limit.
+func budgetOOMStep() sandboxtest.Step {
+	st := sandboxtest.OOM()
+	st.Result.OOMKilled[0].Budget = true
+	return st
+}
+
 // TestRunner_SandboxOutcomes: what the sandbox makes of a run becomes the
 // run's verdict; what the box could not carry out is retried, and fails
 // the submission only when the attempts are spent.
@@ -111,6 +119,7 @@ func TestRunner_SandboxOutcomes(t *testing.T) {
 		{"passes", []sandboxtest.Step{sandboxtest.OK(passing)}, api.StatusDone, true, "", 1},
 		{"out of memory", []sandboxtest.Step{sandboxtest.OOM()}, api.StatusDone, false,
 			"ran out of memory: the kernel killed python3 (pid 4242 on the host, holding 7.0 GiB) at the run's 8.0 GiB memory limit (the run's peak: 8.0 GiB)", 1},
+		{"out of the shared budget once, then passes", []sandboxtest.Step{budgetOOMStep(), sandboxtest.OK(passing)}, api.StatusDone, true, "", 2},
 		{"timed out", []sandboxtest.Step{sandboxtest.Timeout()}, api.StatusDone, false, "time", 1},
 		{"wrong answer", []sandboxtest.Step{sandboxtest.Exit(problems.ExitValidation,
 			"test-count: 1\ntest.0.spec: n: 3; seed: 1\ntest.0.status: fail\ntest.0.error: wrong result for n=3\ncheck: fail\n", "")},
