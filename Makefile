@@ -41,15 +41,23 @@ dist: ## build the client-only CLI (CGO_ENABLED=0) for Linux, macOS and Windows 
 
 cross: dist ## the old name of dist (CI runs it)
 
-# The Debian package (packaging/nfpm.yaml), built by nfpm run as a tool
-# from the module proxy, not a dependency of the module.
-NFPM       := github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.48.0
+# The Debian package (packaging/nfpm.yaml), built by nfpm: a tool from the
+# module proxy, not a dependency of the module. It is built once into
+# bin/nfpm-VERSION/ (bin/ is git-ignored) and reused by every later make
+# deb; a new NFPM_VERSION builds a new one. An offline site passes a
+# binary of its own: make deb NFPM=/usr/local/bin/nfpm (docs/packaging.md).
+NFPM_VERSION := v2.48.0
+NFPM        ?= bin/nfpm-$(NFPM_VERSION)/nfpm
 DEB_VERSION = $(shell ./packaging/deb-version.sh)
 DEB_ARCH    = $(shell $(GO) env GOARCH)
-deb: build dist ## build dist/kernelbox_VERSION_ARCH.deb: the daemon, its systemd unit and config, the clients
+bin/nfpm-$(NFPM_VERSION)/nfpm:
+	GOBIN=$(CURDIR)/bin/nfpm-$(NFPM_VERSION) CGO_ENABLED=0 GOFLAGS= \
+	  $(GO) install github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION)
+
+deb: build dist $(NFPM) ## build dist/kernelbox_VERSION_ARCH.deb: the daemon, its systemd unit and config, the clients
 	@rm -f dist/kernelbox_*.deb
-	DEB_VERSION=$(DEB_VERSION) DEB_ARCH=$(DEB_ARCH) CGO_ENABLED=0 GOFLAGS= \
-	  $(GO) run $(NFPM) pkg --config packaging/nfpm.yaml --packager deb \
+	DEB_VERSION=$(DEB_VERSION) DEB_ARCH=$(DEB_ARCH) \
+	  $(NFPM) pkg --config packaging/nfpm.yaml --packager deb \
 	    --target dist/kernelbox_$(DEB_VERSION)_$(DEB_ARCH).deb
 
 deb/check: deb ## build the package and check its fields, files, unit and scripts (packaging/check-deb.sh)

@@ -11,9 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -551,6 +554,75 @@ func TestRestore_Interrupted(t *testing.T) {
 	defer st.Close()
 	if _, err := checkStore(ctx, dir, st, false, testLogger(t)); err != nil {
 		t.Errorf("checkStore(after the restore finished) = %v", err)
+	}
+}
+
+// TestRestore_Modes: restored files are the owner's alone (0600), as the
+// daemon keeps them, whatever modes the archive recorded (a backup of a
+// daemon started by hand under umask 022 records its database as 0644)
+// and whatever the umask of the restore. The umask is the process's, so
+// each restore runs in a child process (the command line, as an operator
+// runs it) under a shell's umask, not in this one, whose tests run in
+// parallel.
+func TestRestore_Modes(t *testing.T) {
+	t.Parallel()
+	wide := retar(t, backupBytes(t), func(h *tar.Header, b []byte) (*tar.Header, []byte) {
+		h.Mode = 0o644
+		return h, b
+	})
+	for _, tt := range []struct {
+		name         string
+		umask        string
+		archiveModes int64
+	}{
+		{"umask 022, archive 0644", "022", 0o644},
+		{"umask 000, archive 0666", "000", 0o666},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			archive := wide
+			if tt.archiveModes != 0o644 {
+				archive = retar(t, wide, func(h *tar.Header, b []byte) (*tar.Header, []byte) {
+					h.Mode = tt.archiveModes
+					return h, b
+				})
+			}
+			file := filepath.Join(t.TempDir(), "backup.tar.gz")
+			if err := os.WriteFile(file, archive, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			cmd := exec.CommandContext(t.Context(), "/bin/sh", "-c", "umask "+tt.umask+` && exec "$0" "$@"`,
+				os.Args[0], "-test.run=^$", "--", "admin", "restore", file, "--data", dir)
+			cmd.Env = append(os.Environ(), EnvCLI+"=1")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("kernelbox admin restore under umask %s: %v\n%s", tt.umask, err, out)
+			}
+			var files []string
+			err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+				if err != nil || d.IsDir() {
+					return err
+				}
+				fi, err := d.Info()
+				if err != nil {
+					return err
+				}
+				rel, _ := filepath.Rel(dir, p)
+				files = append(files, rel)
+				if got := fi.Mode().Perm(); got != 0o600 {
+					t.Errorf("restored %s under umask %s from an archive saying %#o: mode %#o, want 0600", rel, tt.umask, tt.archiveModes, got)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{"kernelbox.db", "admin-token"} {
+				if !slices.Contains(files, want) {
+					t.Errorf("restored files %v lack %s", files, want)
+				}
+			}
+		})
 	}
 }
 

@@ -130,6 +130,9 @@ func (m *metrics) instrument(next http.Handler) http.Handler {
 		} else if _, p, ok := strings.Cut(route, " "); ok {
 			route = p // the method is a label of its own
 		}
+		// "{$}" anchors a pattern at the path's end ("/{$}" is the root
+		// alone, not every path under it): the label is the path.
+		route = strings.TrimSuffix(route, "{$}")
 		m.requests.WithLabelValues(route, r.Method, strconv.Itoa(sw.code)).Inc()
 		m.reqSeconds.WithLabelValues(route).Observe(time.Since(begin).Seconds())
 	})
@@ -205,23 +208,18 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ready = 1
 	}
 	gauge(c.up, ready)
-	if counts, err := c.svc.queue.Counts(ctx); err == nil {
-		for _, n := range counts {
-			class := "test"
-			if n.Class == queue.ClassRanked {
-				class = "ranked"
-			}
-			gauge(c.queued, float64(n.N), n.GPUType, class, string(n.State))
-		}
-	} else {
-		ch <- prometheus.NewInvalidMetric(c.queued, err)
-	}
+	c.collectQueue(ctx, ch, gauge)
 	st, err := c.svc.GPUs()
 	if err != nil {
 		return // the runner has not started: no slots to show
 	}
+	// Every state of every type the box serves, 0 when no slot is in it
+	// (as the queue's depths).
 	bySlots := map[[2]string]int{}
 	for _, s := range st.Slots {
+		for _, state := range slotStates {
+			bySlots[[2]string{s.GPUType, state}] += 0
+		}
 		bySlots[[2]string{s.GPUType, s.State}]++
 		if t := s.Now; t != nil {
 			gauge(c.temp, float64(t.TempC), s.ID, s.GPUType)
@@ -233,6 +231,50 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for k, n := range bySlots {
 		gauge(c.slots, float64(n), k[0], k[1])
+	}
+}
+
+// slotStates are a slot's states (api.SlotState), each a series of
+// kernelbox_slots.
+var slotStates = []string{"idle", "running", "drained"}
+
+// queueStates are the states of an unfinished job, each a series of
+// kernelbox_queue_jobs.
+var queueStates = []queue.State{queue.Queued, queue.Leased, queue.Running}
+
+// collectQueue reports the queue's depths: every GPU type the box serves
+// and every type with jobs, by class and state, 0 when none. A series that is there at 0, rather than absent when the queue
+// is empty, is one a dashboard can plot and an alert (queue_jobs > N)
+// can compare, without `or vector(0)`.
+func (c *stateCollector) collectQueue(ctx context.Context, ch chan<- prometheus.Metric, gauge func(*prometheus.Desc, float64, ...string)) {
+	counts, err := c.svc.queue.Counts(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.queued, err)
+		return
+	}
+	type key struct {
+		gpuType, class string
+		state          queue.State
+	}
+	n := map[key]int{}
+	types := map[string]bool{}
+	for _, t := range c.svc.gpuTypes() {
+		types[t] = true
+	}
+	for _, cnt := range counts {
+		class := "test"
+		if cnt.Class == queue.ClassRanked {
+			class = "ranked"
+		}
+		n[key{cnt.GPUType, class, cnt.State}] += cnt.N
+		types[cnt.GPUType] = true
+	}
+	for t := range types {
+		for _, class := range []string{"test", "ranked"} {
+			for _, state := range queueStates {
+				gauge(c.queued, float64(n[key{t, class, state}]), t, class, string(state))
+			}
+		}
 	}
 }
 

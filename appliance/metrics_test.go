@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -39,45 +40,9 @@ func TestDaemon_Metrics(t *testing.T) {
 		t.Fatalf("a third test in the hour: exit %d %s, want the rate limit", code, errOut)
 	}
 
-	resp, err := http.Get(td.server + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /metrics = %s", resp.Status)
-	}
-	parser := expfmt.NewTextParser(model.LegacyValidation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("/metrics is not Prometheus's text format: %v", err)
-	}
+	families := scrape(t, td.server)
 	value := func(name string, labels map[string]string) (float64, bool) {
-		f := families[name]
-		if f == nil {
-			return 0, false
-		}
-	metric:
-		for _, m := range f.GetMetric() {
-			got := map[string]string{}
-			for _, l := range m.GetLabel() {
-				got[l.GetName()] = l.GetValue()
-			}
-			for k, v := range labels {
-				if got[k] != v {
-					continue metric
-				}
-			}
-			switch {
-			case m.Counter != nil:
-				return m.Counter.GetValue(), true
-			case m.Gauge != nil:
-				return m.Gauge.GetValue(), true
-			case m.Histogram != nil:
-				return float64(m.Histogram.GetSampleCount()), true
-			}
-		}
-		return 0, false
+		return metricValue(families, name, labels)
 	}
 	for _, tc := range []struct {
 		name   string
@@ -90,6 +55,9 @@ func TestDaemon_Metrics(t *testing.T) {
 		{"kernelbox_submissions_total", map[string]string{"gpu_type": "cpu", "mode": "test"}, 2},
 		{"kernelbox_submissions_refused_total", map[string]string{"reason": "rate_limit"}, 1},
 		{"kernelbox_slots", map[string]string{"gpu_type": "cpu", "state": "idle"}, 2},
+		{"kernelbox_slots", map[string]string{"gpu_type": "cpu", "state": "running"}, 0},
+		{"kernelbox_slots", map[string]string{"gpu_type": "cpu", "state": "drained"}, 0},
+		{"kernelbox_queue_jobs", map[string]string{"gpu_type": "cpu", "class": "ranked", "state": "running"}, 0},
 		{"kernelbox_ready", nil, 1},
 		{"kernelbox_http_requests_total", map[string]string{"route": "/api/submissions", "method": "POST", "code": "202"}, 2},
 		{"kernelbox_http_requests_total", map[string]string{"route": "/api/submissions", "method": "POST", "code": "429"}, 1},
@@ -106,13 +74,115 @@ func TestDaemon_Metrics(t *testing.T) {
 	if verdicts != 2 {
 		t.Errorf("kernelbox_sandbox_verdicts_total = %v in all, want 2 (one sandbox a run)", verdicts)
 	}
-	if _, ok := families["kernelbox_queue_jobs"]; ok {
-		if n, _ := value("kernelbox_queue_jobs", map[string]string{"state": string("queued")}); n != 0 {
-			t.Errorf("kernelbox_queue_jobs queued = %v with every run ended", n)
-		}
+	if n, ok := value("kernelbox_queue_jobs", map[string]string{"gpu_type": "cpu", "class": "test", "state": "queued"}); !ok || n != 0 {
+		t.Errorf("kernelbox_queue_jobs{cpu,test,queued} = %v (found %v) with every run ended, want 0", n, ok)
 	}
 	if _, ok := families["process_resident_memory_bytes"]; !ok {
 		t.Error("no process metrics")
+	}
+}
+
+// scrape GETs server's /metrics and parses Prometheus's text format.
+func scrape(t *testing.T, server string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(server + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics = %s", resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("/metrics is not Prometheus's text format: %v", err)
+	}
+	return families
+}
+
+// metricValue is the value of the first series of name whose labels
+// include labels (a histogram's: its count), and whether there is one.
+func metricValue(families map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
+	f := families[name]
+	if f == nil {
+		return 0, false
+	}
+metric:
+	for _, m := range f.GetMetric() {
+		got := map[string]string{}
+		for _, l := range m.GetLabel() {
+			got[l.GetName()] = l.GetValue()
+		}
+		for k, v := range labels {
+			if got[k] != v {
+				continue metric
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue(), true
+		case m.Gauge != nil:
+			return m.Gauge.GetValue(), true
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount()), true
+		}
+	}
+	return 0, false
+}
+
+// TestMetrics_EmptyQueue: with nothing queued, the queue's depths are
+// series at 0, for every class and state of the GPU types the box
+// serves, not absent: a dashboard plots them and an alert compares them
+// from the first scrape. (TestDaemon_Metrics checks the slots' states,
+// which need a whole daemon's runner.)
+func TestMetrics_EmptyQueue(t *testing.T) {
+	t.Parallel()
+	b := newRunnerBundle(t)
+	a, err := newAPI(b.svc, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler())
+	t.Cleanup(srv.Close)
+	families := scrape(t, srv.URL)
+	for _, class := range []string{"test", "ranked"} {
+		for _, state := range []string{"queued", "leased", "running"} {
+			labels := map[string]string{"gpu_type": "cpu", "class": class, "state": state}
+			if got, ok := metricValue(families, "kernelbox_queue_jobs", labels); !ok || got != 0 {
+				t.Errorf("kernelbox_queue_jobs%v = %v (found %v), want 0", labels, got, ok)
+			}
+		}
+	}
+}
+
+// TestMetrics_RootRoute: the web root's requests are labelled "/", the
+// path, not its pattern "/{$}".
+func TestMetrics_RootRoute(t *testing.T) {
+	t.Parallel()
+	b := newRunnerBundle(t)
+	a, err := newAPI(b.svc, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler())
+	t.Cleanup(srv.Close)
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Get(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	families := scrape(t, srv.URL)
+	if got, ok := metricValue(families, "kernelbox_http_requests_total", map[string]string{"route": "/", "method": "GET"}); !ok || got != 1 {
+		t.Errorf(`kernelbox_http_requests_total{route="/",method="GET"} = %v (found %v), want 1`, got, ok)
+	}
+	for _, m := range families["kernelbox_http_requests_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "route" && strings.Contains(l.GetValue(), "{$}") {
+				t.Errorf("a request is labelled route=%q; want the path, without {$}", l.GetValue())
+			}
+		}
 	}
 }
 

@@ -231,21 +231,32 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
+// restoredPerm is the mode of a restored file: the owner's alone, as the
+// daemon keeps the data directory's files (tidyDataDir), whatever mode
+// the archive recorded. A backup of a daemon started by hand under umask
+// 022 records its database as 0644; the unit's UMask=0077 made it 0600.
+// The owner's execute bit is kept.
+func restoredPerm(mode int64) os.FileMode {
+	return 0o600 | os.FileMode(mode)&0o100
+}
+
 // unpack writes one archive file under root (the name is checked).
 func unpack(root, name string, mode int64, body io.Reader) error {
 	p := filepath.Join(root, filepath.FromSlash(name))
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
 	}
-	perm := os.FileMode(mode) & 0o755
-	if perm&0o600 != 0o600 {
-		perm |= 0o600
-	}
+	perm := restoredPerm(mode)
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(f, body)
+	// OpenFile's mode passes through the umask, which may take the
+	// owner's bits away (umask 0277 leaves 0400): set it whole.
+	err = f.Chmod(perm)
+	if err == nil {
+		_, err = io.Copy(f, body)
+	}
 	if err == nil {
 		err = f.Sync()
 	}
