@@ -324,9 +324,20 @@ check() {
 
 	local server=http://$addr admin ready
 	admin=$(cat "$data/admin-token")
-	ready=$(curl -sS -o "$tmp/readyz" -w '%{http_code}' "$server/readyz") || die "GET /readyz"
+	# Ready only once the canary (a bundled problem run the contestants'
+	# way, in the sandbox) has passed on the CPU slot: 503 until then.
+	local i
+	for ((i = 0; i < 180; i++)); do
+		ready=$(curl -sS -o "$tmp/readyz" -w '%{http_code}' "$server/readyz") || die "GET /readyz"
+		if [ "$ready" != 503 ] || ! grep -q "has not finished yet" "$tmp/readyz"; then
+			break
+		fi
+		sleep 1
+	done
 	[ "$ready $(cat "$tmp/readyz")" = "200 ready" ] || die "GET /readyz: $ready $(cat "$tmp/readyz")"
-	ok "/readyz: 200 ready"
+	curl -sS -o "$tmp/canary-metrics" "$server/metrics" || die "GET /metrics"
+	grep -qx 'kernelbox_canary_ok{gpu_type="cpu"} 1' "$tmp/canary-metrics" || die "/metrics: the cpu canary is not 1"
+	ok "/readyz: 200 ready after the canary passed in $((i))s; kernelbox_canary_ok{gpu_type=\"cpu\"} 1"
 
 	# --- submissions through the packaged CLI ---------------------------
 	kb() { in_root KERNELBOX_SERVER="$server" KERNELBOX_CLIENT_CONFIG=/srv/check-deb/client.json "$@"; }
