@@ -228,7 +228,7 @@ func runOnNode(ctx context.Context, cfg Config, o NodeOptions, job api.NodeJob, 
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{cfg: runnerConfig{Version: cfg.Version, ProfilesDir: filepath.Join(ncfg.DataDir, "profiles")},
+	r := &runner{cfg: runnerConfig{Version: cfg.Version, ProfilesDir: filepath.Join(ncfg.DataDir, "profiles"), Sandbox: cfg.Sandbox},
 		slots: slots, launch: launch, python: it, workRoot: filepath.Join(ncfg.DataDir, "work"), log: log,
 		measure: cfg.Measurement, maxReport: int64(cfg.Profiler.MaxReport), driver: d.inventory.Driver, profiler: d.profiler,
 		caches: newUserCaches(filepath.Join(cfg.DataDir, "cache"), int64(cfg.CacheBudget)), hard: ctx,

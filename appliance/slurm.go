@@ -70,6 +70,7 @@ func (d *Daemon) startCoordinator(ctx context.Context) error {
 	slots := d.cfg.Slurm.slots()
 	d.runner = d.newRunner(slots, nil, it)
 	d.runner.exec = sl
+	d.runner.cfg.UnrankUnsandboxed = !d.cfg.Slurm.RankUnsandboxed
 	// A pool's slot is a place in Slurm, not a GPU: nothing to keep warm.
 	d.runner.cfg.WarmStart, d.runner.cfg.Standby = false, false
 	d.svc.offer(slots)
@@ -510,6 +511,12 @@ func (s *slurm) execution(runID int64, id string, res api.NodeResult) (*executio
 		ex.info = map[string]any{}
 	}
 	ex.info[logSlurmJob] = id
+	if iso, ok := isolationOf(ex.info); !ok || !iso.Sandbox {
+		// Said here, where the organiser reads, not only in the node's
+		// slurm.output.
+		s.log.Warn("a node ran this run without the sandbox: its code had the node's rights", logRun, runID, logSlurmJob, id,
+			"node", ex.info["node"], "said", ok, "ranked", s.cfg.RankUnsandboxed)
+	}
 	if int64(len(res.Profile)) > s.maxReport {
 		s.log.Warn("a node's Nsight Compute report is over profiler.max_report: not kept", logRun, runID, logSlurmJob, id, "bytes", len(res.Profile))
 	} else if len(res.Profile) > 0 {

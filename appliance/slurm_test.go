@@ -54,6 +54,14 @@ func freeAddr(t testing.TB) string {
 func startCoordinator(t testing.TB, more ...func(*Config)) *testDaemon {
 	t.Helper()
 	requireSlurm(t)
+	return startCoordinatorWith(t, "", more...)
+}
+
+// startCoordinatorWith is startCoordinator on the Slurm its config names
+// (slurm.bin: the fake's, slurmfake_test.go), with nodeMore appended to
+// the node's config.
+func startCoordinatorWith(t testing.TB, nodeMore string, more ...func(*Config)) *testDaemon {
+	t.Helper()
 	it := testutil.RequireTorch(t)
 	exe, err := os.Executable()
 	if err != nil {
@@ -62,7 +70,7 @@ func startCoordinator(t testing.TB, more ...func(*Config)) *testDaemon {
 	dir := t.TempDir()
 	nodeCfg := filepath.Join(dir, "node.yaml")
 	body := fmt.Sprintf("data: %s\ngpus: none\npython: %s\ncgroup_parent: %s\nbudget: {memory: 8G, pids: 8000}\nlog_level: debug\n",
-		filepath.Join(dir, "node"), it.Path, testCgroupParent(t))
+		filepath.Join(dir, "node"), it.Path, testCgroupParent(t)) + nodeMore
 	if err := os.WriteFile(nodeCfg, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}

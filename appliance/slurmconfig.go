@@ -53,6 +53,11 @@ type SlurmConfig struct {
 	// %j the job id); /dev/null by default, as the node reports its
 	// errors to the coordinator.
 	Output string `yaml:"output"`
+	// RankUnsandboxed lets a run from a node without the sandbox (its
+	// config says sandbox: false: the code ran as root with the network
+	// up) rank, marked on the leaderboard. Off, such a run's result is
+	// kept for its owner, with the reason, and never ranks.
+	RankUnsandboxed bool `yaml:"rank_unsandboxed"`
 }
 
 // SlurmPool is one kind of GPU on the cluster.

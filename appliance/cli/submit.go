@@ -227,6 +227,9 @@ func printResult(w io.Writer, res api.SubmitResult, verbose bool) {
 			fmt.Fprintf(w, ", rank %d on %s", res.Rank, res.GPU)
 		}
 		fmt.Fprintln(w)
+		if res.Unranked != "" {
+			fmt.Fprintf(w, "  %s\n", res.Unranked)
+		}
 	case res.Passed:
 		fmt.Fprintf(w, "PASSED: submission %d\n", res.ID)
 	default:
