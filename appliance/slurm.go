@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -187,6 +188,10 @@ func (s *slurm) execute(ctx context.Context, g gang, rc *store.RunContext, _ fun
 		}
 		s.tell(g, where)
 	})
+	if to := (*jobTimedOut)(nil); errors.As(err, &to) {
+		log.Info("the run went past Slurm's time limit: its verdict is timed out", "limit", s.cfg.TimeLimit)
+		return s.timedOut(rc.Run.Mode, to), nil
+	}
 	if err != nil {
 		s.cancel(log, id) // cancelled, shut down or stuck; an ended job ignores it
 		return nil, err
@@ -301,7 +306,8 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 
 // wait waits for the node's report. Slurm is asked every poll how the job
 // stands: a job that ended without a report (its node failed, it was
-// preempted, timed out or cancelled by someone else) is the box's failure.
+// preempted or cancelled by someone else) is the box's failure; one that
+// went past its time limit is the run's own timeout (jobTimedOut).
 func (s *slurm) wait(ctx context.Context, log *slog.Logger, id string, nr *nodeRun, out *spoolOut, seen func(slurmJob)) (api.NodeResult, error) {
 	t := time.NewTicker(s.cfg.Poll)
 	defer t.Stop()
@@ -352,6 +358,9 @@ func (s *slurm) wait(ctx context.Context, log *slog.Logger, id string, nr *nodeR
 		}
 		if res, err := s.spoolResult(ctx, log, nr.job, out, true); err != nil || res != nil {
 			return deref(res), err
+		}
+		if st.state == "TIMEOUT" {
+			return api.NodeResult{}, &jobTimedOut{job: id, node: st.node}
 		}
 		if st.stuck() {
 			return api.NodeResult{}, fmt.Errorf("job %s in Slurm is %s (%s) and would not go on by itself: given up", id, st.state, st.reason)

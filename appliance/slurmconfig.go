@@ -46,8 +46,9 @@ type SlurmConfig struct {
 	// Poll is how often squeue is asked about the jobs in Slurm: how soon
 	// a job Slurm lost is noticed and tried again.
 	Poll time.Duration `yaml:"poll"`
-	// TimeLimit is each job's Slurm time limit (--time): a node that hangs
-	// is stopped by Slurm after it, and the run tried again.
+	// TimeLimit is each job's Slurm time limit (--time): a run that goes
+	// past it is stopped by Slurm, and its verdict is "timed out", with
+	// the limit (not tried again).
 	TimeLimit time.Duration `yaml:"time_limit"`
 	// Output is where a job's output goes on the node (sbatch --output,
 	// %j the job id); /dev/null by default, as the node reports its

@@ -1,11 +1,13 @@
 package appliance
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"kernelbox/appliance/api"
 )
@@ -64,5 +66,39 @@ func TestFakeSlurm_Unsandboxed(t *testing.T) {
 			out, _, _ := td.cli(td.token, "submissions", "show", strconv.FormatInt(final.ID, 10))
 			mustHave(t, "kernelbox submissions show", out, "not ranked: ", "ran without the sandbox", "slurm.rank_unsandboxed is off")
 		}
+	}
+}
+
+// A job Slurm stops at its time limit is the submission's own timeout,
+// with the limit, tried once.
+func TestFakeSlurm_TimeLimit(t *testing.T) {
+	requireRootSandbox(t)
+	fake := newFakeSlurm(t)
+	td := startCoordinatorWith(t, "", fake.config, func(c *Config) { c.Slurm.TimeLimit = 90 * time.Minute })
+	td.loadQuick()
+	c, _ := td.user("slowpoke")
+	sub := slowSubmission(t, c, 60)
+	var job string
+	waitFor(t, 30*time.Second, func() bool {
+		jobs := fake.jobs()
+		if len(jobs) == 0 {
+			return false
+		}
+		job = jobs[0]
+		return fake.alive(job)
+	})
+	waitRunning(t, c, sub)
+	fake.end(job, "TIMEOUT", true)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	final, err := c.Wait(ctx, sub, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := final.Runs[0]
+	if final.Status != api.StatusDone || final.Passed || !strings.Contains(final.Reason, "timed out") ||
+		!strings.Contains(final.Reason, "1h30m") || r.Attempts != 1 || len(fake.jobs()) != 1 {
+		t.Errorf("after Slurm's time limit: status %s, passed %v, reason %q, attempts %d, jobs %v; want done, failed, timed out at 1h30m, once",
+			final.Status, final.Passed, final.Reason, r.Attempts, fake.jobs())
 	}
 }
