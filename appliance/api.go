@@ -282,6 +282,9 @@ func (a *API) healthNow(ctx context.Context) api.Health {
 		h.Reasons = append(h.Reasons, disk)
 	}
 	h.Reasons = append(h.Reasons, a.svc.problemTrouble(ctx)...)
+	if a.svc.executorTrouble != nil {
+		h.Reasons = append(h.Reasons, a.svc.executorTrouble()...)
+	}
 	h.Canaries = a.svc.canary.list()
 	h.Reasons = append(h.Reasons, canaryReasons(h.Canaries)...)
 	if len(h.Reasons) > 0 {

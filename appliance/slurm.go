@@ -68,6 +68,10 @@ func (d *Daemon) startCoordinator(ctx context.Context) error {
 		d.log.Warn("cancel an earlier coordinator's Slurm jobs", "err", err)
 	}
 	d.svc.nodeRuns = sl.runs
+	d.svc.executorTrouble = sl.reach.reasons
+	if err := d.svc.metrics.reg.Register(sl.reach); err != nil {
+		return err
+	}
 	slots := d.cfg.Slurm.slots()
 	d.runner = d.newRunner(slots, nil, it)
 	d.runner.exec = sl
@@ -104,6 +108,8 @@ type slurm struct {
 	// where says, by slot, where its run is out in Slurm (kernelbox gpus).
 	where sync.Map
 	board *jobBoard
+	// reach is the controller's reach as the commands found it.
+	reach *controllerReach
 }
 
 func (s *slurm) remote(slot string) string {
@@ -131,6 +137,7 @@ func newSlurm(cfg Config, boot string, tasks func(*store.Leaderboard) (*problems
 		profilesDir: profilesDir(cfg.DataDir), maxReport: int64(cfg.Profiler.MaxReport)}
 	s.setName(cfg.Slurm.Coordinator)
 	s.board = newJobBoard(s.squeue, cfg.Slurm.Poll/2)
+	s.reach = newControllerReach(log)
 	return s
 }
 
@@ -156,23 +163,13 @@ func (s *slurm) execute(ctx context.Context, g gang, rc *store.RunContext, _ fun
 		}
 		defer out.remove()
 	}
-	// sbatch is not interrupted: a job it submitted must be known here to
-	// be cancelled (slurmCmd bounds it to a minute).
-	id, err := s.submit(context.WithoutCancel(ctx), g, rc, token)
-	if err == nil && ctx.Err() != nil {
+	id, err := s.submitPatiently(ctx, g, rc, token)
+	if err != nil {
+		return nil, err
+	}
+	if ctx.Err() != nil {
 		s.cancel(s.log.With(logRun, rc.Run.ID, logSlurmJob, id), id)
 		return nil, ctx.Err()
-	}
-	if err != nil {
-		// Most often slurmctld is restarting or out of reach: wait a while
-		// before the attempt counts, so that a short outage fails no run.
-		t := time.NewTimer(s.submitBackoff())
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		return nil, err
 	}
 	defer s.board.watch(id)()
 	log := s.log.With(logRun, rc.Run.ID, logSlurmJob, id)
@@ -203,8 +200,8 @@ func (s *slurm) execute(ctx context.Context, g gang, rc *store.RunContext, _ fun
 }
 
 // submitBackoff is how long a failed sbatch holds its run before the
-// failure counts as an attempt: five polls (10 s by default), so the
-// queue's three attempts ride out half a minute of Slurm's absence.
+// failure counts as an attempt (five polls, 10 s by default), and the
+// first wait of a run held through an outage (slurmreach.go).
 func (s *slurm) submitBackoff() time.Duration { return 5 * s.cfg.Poll }
 
 // nodeJob is the run as the node gets it: everything it needs, the
@@ -474,6 +471,14 @@ func (s *slurm) cancelOrphans(ctx context.Context) error {
 // slurmCmd runs one of Slurm's commands and returns its output; its error
 // carries what the command said.
 func (s *slurm) slurmCmd(ctx context.Context, name string, stdin *bytes.Reader, args ...string) (string, error) {
+	out, err := s.runSlurmCmd(ctx, name, stdin, args...)
+	if ctx.Err() == nil { // a command cut short here says nothing of Slurm
+		s.reach.saw(err)
+	}
+	return out, err
+}
+
+func (s *slurm) runSlurmCmd(ctx context.Context, name string, stdin *bytes.Reader, args ...string) (string, error) {
 	ctx, stop := context.WithTimeout(ctx, time.Minute)
 	defer stop()
 	cmd := exec.CommandContext(ctx, s.cfg.Program(name), args...)

@@ -59,6 +59,10 @@ type SlurmConfig struct {
 	// up) rank, marked on the leaderboard. Off, such a run's result is
 	// kept for its owner, with the reason, and never ranks.
 	RankUnsandboxed bool `yaml:"rank_unsandboxed"`
+	// Patience is how long runs wait for an unreachable controller (sbatch
+	// and squeue failing to reach slurmctld: restarting, failing over, cut
+	// off) before their attempts count as failed; 0 counts them at once.
+	Patience time.Duration `yaml:"patience"`
 }
 
 // SlurmPool is one kind of GPU on the cluster.
@@ -75,7 +79,8 @@ type SlurmPool struct {
 }
 
 func defaultSlurmConfig() SlurmConfig {
-	return SlurmConfig{Command: []string{"kernelbox"}, Poll: 2 * time.Second, TimeLimit: time.Hour, Output: "/dev/null"}
+	return SlurmConfig{Command: []string{"kernelbox"}, Poll: 2 * time.Second, TimeLimit: time.Hour, Output: "/dev/null",
+		Patience: 30 * time.Minute}
 }
 
 // validate checks the slurm executor's settings, reporting through bad.
@@ -118,6 +123,9 @@ func (c *SlurmConfig) validate(bad func(field, format string, args ...any)) {
 	}
 	if c.TimeLimit < time.Minute {
 		bad("slurm.time_limit", "want at least 1m, got %v", c.TimeLimit)
+	}
+	if c.Patience < 0 {
+		bad("slurm.patience", "want a duration of 0 or more, got %v", c.Patience)
 	}
 	if c.Output == "" {
 		bad("slurm.output", "want a file on the node, like /dev/null or /var/log/kernelbox/job-%%j.out")

@@ -3,6 +3,7 @@ package appliance
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/store"
 )
 
 // The slurm executor's surprises, on the fake Slurm (slurmfake_test.go):
@@ -100,5 +102,115 @@ func TestFakeSlurm_TimeLimit(t *testing.T) {
 		!strings.Contains(final.Reason, "1h30m") || r.Attempts != 1 || len(fake.jobs()) != 1 {
 		t.Errorf("after Slurm's time limit: status %s, passed %v, reason %q, attempts %d, jobs %v; want done, failed, timed out at 1h30m, once",
 			final.Status, final.Passed, final.Reason, r.Attempts, fake.jobs())
+	}
+}
+
+// With the controller out of reach, a submission waits, and the box says
+// why: /readyz and /metrics. Once it answers, the run goes out, its
+// first attempt.
+func TestFakeSlurm_ControllerOutage(t *testing.T) {
+	requireRootSandbox(t)
+	fake := newFakeSlurm(t)
+	td := startCoordinatorWith(t, "", fake.config)
+	td.loadQuick()
+	if code, body := readyz(t, td, "/readyz"); code != 200 {
+		t.Fatalf("/readyz before the outage = %d %s", code, body)
+	}
+	fake.down(true)
+	c, _ := td.user("patient")
+	code, err := os.ReadFile(quickSolution("correct/double.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := c.Submit(t.Context(), api.SubmitRequest{Code: code, FileName: "double.py", Mode: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Past the three attempts that used to fail it.
+	waitFor(t, 30*time.Second, func() bool { return fake.lines("failed") >= 4 })
+	status, body := readyz(t, td, "/readyz")
+	if status != 503 {
+		t.Errorf("/readyz while Slurm is out of reach = %d, want 503", status)
+	}
+	mustHave(t, "/readyz", body, "the executor is unreachable", "Unable to contact slurm controller")
+	_, metrics := readyz(t, td, "/metrics")
+	mustHave(t, "/metrics", metrics, `kernelbox_executor_reachable{executor="slurm"} 0`, "kernelbox_ready 0")
+	if v, err := c.Submission(t.Context(), sub.ID, false); err != nil || api.Ended(v.Status) {
+		t.Fatalf("the submission during the outage: %+v, %v; want it waiting", v, err)
+	}
+	fake.down(false)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	final, err := c.Wait(ctx, sub.ID, nil)
+	if err != nil || !final.Passed || final.Runs[0].Attempts != 1 {
+		t.Fatalf("after the outage: %+v, %v; want passed on its first attempt", final, err)
+	}
+	if status, body := readyz(t, td, "/readyz"); status != 200 {
+		t.Errorf("/readyz after the outage = %d %s", status, body)
+	}
+	_, metrics = readyz(t, td, "/metrics")
+	mustHave(t, "/metrics", metrics, `kernelbox_executor_reachable{executor="slurm"} 1`)
+}
+
+// submitPatiently waits out an unreachable controller for slurm.patience,
+// and no longer; a refusal counts at once.
+func TestSlurm_SubmitPatiently(t *testing.T) {
+	t.Parallel()
+	fake := newFakeSlurm(t)
+	cfg := DefaultConfig()
+	cfg.Slurm.Coordinator = "http://coordinator.test"
+	cfg.Slurm.Pools = []SlurmPool{{GPUType: "cpu", GPUs: 1}}
+	fake.config(&cfg)
+	cfg.Slurm.Poll = 100 * time.Millisecond
+	cfg.Slurm.Patience = 2 * time.Second
+	cfg.Slurm.Command = []string{"true"} // the "node" does nothing
+	s := newSlurm(cfg, "boot", nil, testLogger(t))
+	g := gang{{ID: "slurm:cpu:0", GPUType: "cpu"}}
+	rc := &store.RunContext{Run: store.RunRecord{Run: api.Run{ID: 7, Mode: "test"}}}
+
+	fake.down(true)
+	begin := time.Now()
+	_, err := s.submitPatiently(t.Context(), g, rc, "tok")
+	if took := time.Since(begin); err == nil || !looksUnreachable(err) || took < 2*time.Second || took > 10*time.Second {
+		t.Errorf("submitPatiently with the controller down for good = %v after %v; want its error after about the 2s patience", err, took)
+	}
+	if n := fake.lines("failed"); n < 3 {
+		t.Errorf("sbatch tried %d times in the patience, want several", n)
+	}
+	if len(s.reach.reasons()) != 1 {
+		t.Errorf("reach.reasons() = %q, want the outage", s.reach.reasons())
+	}
+
+	// Back within the patience: the run goes out.
+	s.reach = newControllerReach(testLogger(t))
+	go func() {
+		time.Sleep(700 * time.Millisecond)
+		fake.down(false)
+	}()
+	id, err := s.submitPatiently(t.Context(), g, rc, "tok")
+	if err != nil || id == "" || len(s.reach.reasons()) != 0 {
+		t.Errorf("submitPatiently with the controller back = %q, %v (reasons %q); want a job", id, err, s.reach.reasons())
+	}
+
+	// A refusal is an answer: no patience.
+	s.cfg.Pools[0].GPUType = "H100"
+	_, err = s.submitPatiently(t.Context(), g, rc, "tok")
+	if err == nil || looksUnreachable(err) {
+		t.Errorf("submitPatiently of a GPU type without a pool = %v, want the refusal", err)
+	}
+}
+
+func TestLooksUnreachable(t *testing.T) {
+	t.Parallel()
+	for msg, want := range map[string]bool{
+		"sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)": true,
+		"slurm_load_jobs error: Socket timed out on send/recv operation":                                   true,
+		"squeue: no answer within a minute: signal: killed":                                                true,
+		"sbatch: error: Batch job submission failed: Invalid generic resource (gres) specification":        false,
+		"sbatch: error: Batch job submission failed: Invalid account or account/partition combination":     false,
+	} {
+		if got := looksUnreachable(errors.New(msg)); got != want {
+			t.Errorf("looksUnreachable(%q) = %v, want %v", msg, got, want)
+		}
 	}
 }
