@@ -281,7 +281,7 @@ func TestSlurm_EndToEnd(t *testing.T) {
 		var first string
 		waitFor(t, 60*time.Second, func() bool { id, st := slurmJobOf(t, run.ID); first = id; return st == "RUNNING" })
 		// The node dies: slurmd, the job's slurmstepd and the job itself.
-		killNode(t)
+		killNode(t, first)
 		waitFor(t, 90*time.Second, func() bool {
 			id, st := slurmJobOf(t, run.ID)
 			return id != first && id != "" || st == "NODE_FAIL"
@@ -406,19 +406,6 @@ func TestSlurm_SharedDir(t *testing.T) {
 	if code == 0 || !strings.Contains(out, "✗ shared directory") {
 		t.Errorf("doctor --shared-dir with no such directory = exit %d:\n%s", code, out)
 	}
-}
-
-// killNode kills slurmd, every slurmstepd and the node side's processes
-// at once, as a node that loses power would; the runs' sandboxes go too.
-func killNode(t *testing.T) {
-	t.Helper()
-	pid, err := os.ReadFile("/run/slurmd.pid")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = exec.Command("kill", "-9", strings.TrimSpace(string(pid))).Run()
-	_ = exec.Command("pkill", "-9", "-x", "slurmstepd").Run()
-	_ = exec.Command("pkill", "-9", "-f", "node run-job").Run()
 }
 
 // BenchmarkSlurm_Overhead is what the slurm executor adds to a run: the
