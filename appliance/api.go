@@ -76,6 +76,7 @@ func (a *API) Handler() http.Handler {
 	open("GET /api/node/runs/{run}", a.nodeJob)
 	open("POST /api/node/runs/{run}/events", a.nodeEvent)
 	open("POST /api/node/runs/{run}/result", a.nodeResult)
+	open("GET /api/node/runs/{run}/attempt", a.nodeAttempt)
 	open("POST /api/register", a.register)
 	user("GET /api/me", a.me)
 	user("POST /api/join", a.join)

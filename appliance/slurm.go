@@ -228,7 +228,7 @@ func (s *slurm) nodeJob(g gang, rc *store.RunContext) (api.NodeJob, error) {
 	}
 	j := api.NodeJob{Run: rc.Run.ID, Submission: rc.Submission.ID, User: rc.Submission.User, UserID: rc.Submission.UserID(),
 		Mode: rc.Run.Mode, Secret: rc.Run.Secret, GPUType: g[0].GPUType, GPUs: len(g), FileName: rc.Submission.FileName,
-		Code: rc.Code, Leaderboard: rc.Leaderboard.Name, Problem: files, ProblemSHA: sha}
+		Code: rc.Code, Leaderboard: rc.Leaderboard.Name, Problem: files, ProblemSHA: sha, CheckEvery: 5 * s.cfg.Poll}
 	if rc.Run.Secret {
 		seed := rc.Leaderboard.SecretSeed
 		j.Seed = &seed

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -213,4 +214,31 @@ func TestLooksUnreachable(t *testing.T) {
 			t.Errorf("looksUnreachable(%q) = %v, want %v", msg, got, want)
 		}
 	}
+}
+
+// A node cut off from Slurm is NODE_FAIL there while its job runs on: the
+// coordinator tries the run again as a new job, and the old attempt,
+// which scancel cannot reach, stops by itself once it learns that it was
+// given up, rather than run on to a report no one takes.
+func TestFakeSlurm_NodeFailStopsTheOldAttempt(t *testing.T) {
+	requireRootSandbox(t)
+	fake := newFakeSlurm(t)
+	td := startCoordinatorWith(t, "", fake.config)
+	td.loadQuick()
+	c, _ := td.user("cutoff")
+	sub := slowSubmission(t, c, 8)
+	waitFor(t, 30*time.Second, func() bool { return len(fake.jobs()) == 1 && fake.alive(fake.jobs()[0]) })
+	waitRunning(t, c, sub)
+	first := fake.jobs()[0]
+	fake.end(first, "NODE_FAIL", false) // the job's processes run on
+	// The coordinator checks every five polls (1 s here).
+	waitFor(t, 15*time.Second, func() bool { return !fake.alive(first) })
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	final, err := c.Wait(ctx, sub, nil)
+	if err != nil || !final.Passed || final.Runs[0].Attempts != 2 || len(fake.jobs()) != 2 {
+		t.Fatalf("after the NODE_FAIL: %+v, %v, jobs %v; want passed on a second job", final, err, fake.jobs())
+	}
+	out, _ := os.ReadFile(filepath.Join(filepath.Dir(td.dir), "job-"+first+".out"))
+	mustHave(t, "the old attempt's log", string(out), "the coordinator gave this attempt up")
 }
