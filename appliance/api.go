@@ -76,6 +76,7 @@ func (a *API) Handler() http.Handler {
 	open("GET /api/node/runs/{run}", a.nodeJob)
 	open("POST /api/node/runs/{run}/events", a.nodeEvent)
 	open("POST /api/node/runs/{run}/result", a.nodeResult)
+	open("GET /api/node/runs/{run}/attempt", a.nodeAttempt)
 	open("POST /api/register", a.register)
 	user("GET /api/me", a.me)
 	user("POST /api/join", a.join)
@@ -282,6 +283,9 @@ func (a *API) healthNow(ctx context.Context) api.Health {
 		h.Reasons = append(h.Reasons, disk)
 	}
 	h.Reasons = append(h.Reasons, a.svc.problemTrouble(ctx)...)
+	if a.svc.executorTrouble != nil {
+		h.Reasons = append(h.Reasons, a.svc.executorTrouble()...)
+	}
 	h.Canaries = a.svc.canary.list()
 	h.Reasons = append(h.Reasons, canaryReasons(h.Canaries)...)
 	if len(h.Reasons) > 0 {

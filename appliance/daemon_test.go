@@ -918,6 +918,12 @@ func TestDaemon_FakeGPUMeasurement(t *testing.T) {
 	if err := json.Unmarshal(v.Runs[0].SystemInfo, &info); err != nil || info["clocks"] != "locked 1500-1500 MHz" || info["gpu_uuid"] != "GPU-aaaa" || info["driver"] != "580.0" {
 		t.Errorf("system info = %s; want the clock profile, GPU UUID and driver", v.Runs[0].SystemInfo)
 	}
+	if iso, ok := isolationOf(info); !ok || !iso.Sandbox || iso.Kernel == "" {
+		t.Errorf("system info = %s; want its isolation: the sandbox, and the kernel", v.Runs[0].SystemInfo)
+	}
+	if v.Unsandboxed || v.Unranked != "" {
+		t.Errorf("a sandboxed run's submission: unsandboxed %v, unranked %q", v.Unsandboxed, v.Unranked)
+	}
 
 	throttle.Store(true)
 	sub, err = td.admin.Submit(ctx, api.SubmitRequest{Leaderboard: "quickgpu", Mode: "benchmark", Code: code})

@@ -277,6 +277,9 @@ func (r *runner) record(log *slog.Logger, g gang, l *queue.Lease, p jobPayload, 
 		info = r.systemInfo(g, ex.wall)
 	}
 	res.SystemInfo, _ = json.Marshal(info)
+	if rep.Passed { // a failed run ranks nothing, whatever its isolation
+		res.Unsandboxed, res.Unranked = isolationVerdict(rc, info, r.cfg.UnrankUnsandboxed)
+	}
 	if _, err := r.store.FinishRun(context.WithoutCancel(r.hard), p.Run, l.Token, res); err != nil {
 		log.Warn("store run result", "err", err)
 		return
@@ -295,7 +298,8 @@ func (r *runner) record(log *slog.Logger, g gang, l *queue.Lease, p jobPayload, 
 func (r *runner) systemInfo(g gang, wall time.Duration) map[string]any {
 	slot := g[0]
 	info := map[string]any{"slot": g.ids(), "gpu": slot.GPUType, "device": slot.Device,
-		"python": r.python.Path, "torch": r.python.Torch, "kernelbox": r.cfg.Version, "wall_ns": wall}
+		"python": r.python.Path, "torch": r.python.Torch, "kernelbox": r.cfg.Version, "wall_ns": wall,
+		logIsolation: hostIsolation(r.cfg.Sandbox)}
 	if slot.GPU != nil {
 		info["gpu_uuid"], info["gpu_name"], info["driver"], info["clocks"] = slot.GPU.UUID, slot.GPU.Name, r.driver, slot.Clocks
 	}

@@ -52,6 +52,8 @@ type nodeLink interface {
 	// result reports the run's end; a report the coordinator has already
 	// is no error.
 	result(context.Context, api.NodeResult) error
+	// standing says whether the attempt still stands (nodewatch.go).
+	standing(context.Context) (bool, error)
 	close()
 }
 
@@ -89,13 +91,20 @@ func RunNodeJob(ctx context.Context, cfg Config, o NodeOptions, log *slog.Logger
 	if err != nil {
 		return fmt.Errorf("fetch run %d from %s: %w", o.Run, where, err)
 	}
+	// An attempt the coordinator gave up stops here, as on scancel.
+	ctx, superseded := context.WithCancelCause(ctx)
+	defer superseded(nil)
+	stopWatch := watchAttempt(ctx, link, job.CheckEvery, superseded, log)
+	defer stopWatch()
 	// runOnNode reports when it gets as far as a result, and fails only
-	// before that: an error means nothing was reported.
+	// before that: an error means nothing was reported. Once it reports,
+	// the attempt ends and the watch with it.
 	var reportErr error
-	report := func(res api.NodeResult) { reportErr = link.result(ctx, res) }
+	report := func(res api.NodeResult) { stopWatch(); reportErr = link.result(ctx, res) }
 	unwell, err := runOnNode(ctx, cfg, o, *job, link, log, report)
 	if ctx.Err() != nil && err != nil {
-		// Cancelled (scancel): the coordinator has given the run up.
+		// Cancelled (scancel), or superseded: the coordinator has given
+		// the run up.
 		log.Info("stopped before the end", "why", context.Cause(ctx))
 		return nil
 	}
@@ -228,7 +237,7 @@ func runOnNode(ctx context.Context, cfg Config, o NodeOptions, job api.NodeJob, 
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{cfg: runnerConfig{Version: cfg.Version, ProfilesDir: filepath.Join(ncfg.DataDir, "profiles")},
+	r := &runner{cfg: runnerConfig{Version: cfg.Version, ProfilesDir: filepath.Join(ncfg.DataDir, "profiles"), Sandbox: cfg.Sandbox},
 		slots: slots, launch: launch, python: it, workRoot: filepath.Join(ncfg.DataDir, "work"), log: log,
 		measure: cfg.Measurement, maxReport: int64(cfg.Profiler.MaxReport), driver: d.inventory.Driver, profiler: d.profiler,
 		caches: newUserCaches(filepath.Join(cfg.DataDir, "cache"), int64(cfg.CacheBudget)), hard: ctx,

@@ -76,6 +76,15 @@ func (a *API) nodeJob(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, nr.job)
 }
 
+// nodeAttempt answers a node that asks whether its attempt still stands:
+// its token's check is the answer.
+func (a *API) nodeAttempt(w http.ResponseWriter, r *http.Request) error {
+	if _, err := a.svc.nodeRuns.auth(r); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, struct{}{})
+}
+
 func (a *API) nodeEvent(w http.ResponseWriter, r *http.Request) error {
 	nr, err := a.svc.nodeRuns.auth(r)
 	if err != nil {

@@ -91,7 +91,7 @@ func newRunner(cfg Config, svc *Service, slots []Slot, launch launcherFunc, it *
 	return &runner{queue: svc.queue, store: svc.store, wake: svc.wake, tasks: svc.runTask, reconcile: svc.reconcile,
 		cfg: runnerConfig{Boot: svc.boot, LeaseTTL: cfg.LeaseTTL, MaxRunningPerUser: cfg.MaxRunningPerUser,
 			BackfillLimit: cfg.BackfillLimit, AgePerSecond: cfg.AgePerSecond, Version: cfg.Version, WarmStart: cfg.WarmStart,
-			Standby: cfg.Standby, ProfilesDir: profilesDir(cfg.DataDir)},
+			Standby: cfg.Standby, ProfilesDir: profilesDir(cfg.DataDir), Sandbox: cfg.Sandbox},
 		slots: slots, launch: launch, python: it, workRoot: filepath.Join(cfg.DataDir, "work"), log: log,
 		measure: cfg.Measurement, maxReport: int64(cfg.Profiler.MaxReport),
 		caches: newUserCaches(filepath.Join(cfg.DataDir, "cache"), int64(cfg.CacheBudget)), metrics: svc.metrics}
@@ -110,6 +110,12 @@ type runnerConfig struct {
 	Standby     bool
 	Version     string // the binary's, stored with every run
 	ProfilesDir string // where kept .ncu-rep files go
+	// Sandbox says whether this machine's runs go into the sandbox: their
+	// isolation, stored with each (isolation.go).
+	Sandbox bool
+	// UnrankUnsandboxed keeps out of the rankings a run that went without
+	// the sandbox: a coordinator's, unless slurm.rank_unsandboxed.
+	UnrankUnsandboxed bool
 }
 
 // launcherFunc gives the launcher and base environment for one run on a

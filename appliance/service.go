@@ -90,6 +90,9 @@ type Service struct {
 	// nodeRuns are the runs out on Slurm nodes (the slurm executor), whose
 	// reports the node API takes; nil with the local executor.
 	nodeRuns *nodeRuns
+	// executorTrouble, when set, says why the executor cannot carry runs
+	// out now (Slurm's controller out of reach), for health.
+	executorTrouble func() []string
 
 	mu    sync.Mutex
 	slots map[string]int // GPU type -> slots the runner serves

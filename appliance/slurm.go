@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -67,9 +68,14 @@ func (d *Daemon) startCoordinator(ctx context.Context) error {
 		d.log.Warn("cancel an earlier coordinator's Slurm jobs", "err", err)
 	}
 	d.svc.nodeRuns = sl.runs
+	d.svc.executorTrouble = sl.reach.reasons
+	if err := d.svc.metrics.reg.Register(sl.reach); err != nil {
+		return err
+	}
 	slots := d.cfg.Slurm.slots()
 	d.runner = d.newRunner(slots, nil, it)
 	d.runner.exec = sl
+	d.runner.cfg.UnrankUnsandboxed = !d.cfg.Slurm.RankUnsandboxed
 	// A pool's slot is a place in Slurm, not a GPU: nothing to keep warm.
 	d.runner.cfg.WarmStart, d.runner.cfg.Standby = false, false
 	d.svc.offer(slots)
@@ -102,6 +108,8 @@ type slurm struct {
 	// where says, by slot, where its run is out in Slurm (kernelbox gpus).
 	where sync.Map
 	board *jobBoard
+	// reach is the controller's reach as the commands found it.
+	reach *controllerReach
 }
 
 func (s *slurm) remote(slot string) string {
@@ -129,6 +137,7 @@ func newSlurm(cfg Config, boot string, tasks func(*store.Leaderboard) (*problems
 		profilesDir: profilesDir(cfg.DataDir), maxReport: int64(cfg.Profiler.MaxReport)}
 	s.setName(cfg.Slurm.Coordinator)
 	s.board = newJobBoard(s.squeue, cfg.Slurm.Poll/2)
+	s.reach = newControllerReach(log)
 	return s
 }
 
@@ -154,23 +163,13 @@ func (s *slurm) execute(ctx context.Context, g gang, rc *store.RunContext, _ fun
 		}
 		defer out.remove()
 	}
-	// sbatch is not interrupted: a job it submitted must be known here to
-	// be cancelled (slurmCmd bounds it to a minute).
-	id, err := s.submit(context.WithoutCancel(ctx), g, rc, token)
-	if err == nil && ctx.Err() != nil {
+	id, err := s.submitPatiently(ctx, g, rc, token)
+	if err != nil {
+		return nil, err
+	}
+	if ctx.Err() != nil {
 		s.cancel(s.log.With(logRun, rc.Run.ID, logSlurmJob, id), id)
 		return nil, ctx.Err()
-	}
-	if err != nil {
-		// Most often slurmctld is restarting or out of reach: wait a while
-		// before the attempt counts, so that a short outage fails no run.
-		t := time.NewTimer(s.submitBackoff())
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		return nil, err
 	}
 	defer s.board.watch(id)()
 	log := s.log.With(logRun, rc.Run.ID, logSlurmJob, id)
@@ -186,6 +185,10 @@ func (s *slurm) execute(ctx context.Context, g gang, rc *store.RunContext, _ fun
 		}
 		s.tell(g, where)
 	})
+	if to := (*jobTimedOut)(nil); errors.As(err, &to) {
+		log.Info("the run went past Slurm's time limit: its verdict is timed out", "limit", s.cfg.TimeLimit)
+		return s.timedOut(rc.Run.Mode, to), nil
+	}
 	if err != nil {
 		s.cancel(log, id) // cancelled, shut down or stuck; an ended job ignores it
 		return nil, err
@@ -197,8 +200,8 @@ func (s *slurm) execute(ctx context.Context, g gang, rc *store.RunContext, _ fun
 }
 
 // submitBackoff is how long a failed sbatch holds its run before the
-// failure counts as an attempt: five polls (10 s by default), so the
-// queue's three attempts ride out half a minute of Slurm's absence.
+// failure counts as an attempt (five polls, 10 s by default), and the
+// first wait of a run held through an outage (slurmreach.go).
 func (s *slurm) submitBackoff() time.Duration { return 5 * s.cfg.Poll }
 
 // nodeJob is the run as the node gets it: everything it needs, the
@@ -225,7 +228,7 @@ func (s *slurm) nodeJob(g gang, rc *store.RunContext) (api.NodeJob, error) {
 	}
 	j := api.NodeJob{Run: rc.Run.ID, Submission: rc.Submission.ID, User: rc.Submission.User, UserID: rc.Submission.UserID(),
 		Mode: rc.Run.Mode, Secret: rc.Run.Secret, GPUType: g[0].GPUType, GPUs: len(g), FileName: rc.Submission.FileName,
-		Code: rc.Code, Leaderboard: rc.Leaderboard.Name, Problem: files, ProblemSHA: sha}
+		Code: rc.Code, Leaderboard: rc.Leaderboard.Name, Problem: files, ProblemSHA: sha, CheckEvery: 5 * s.cfg.Poll}
 	if rc.Run.Secret {
 		seed := rc.Leaderboard.SecretSeed
 		j.Seed = &seed
@@ -300,7 +303,8 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 
 // wait waits for the node's report. Slurm is asked every poll how the job
 // stands: a job that ended without a report (its node failed, it was
-// preempted, timed out or cancelled by someone else) is the box's failure.
+// preempted or cancelled by someone else) is the box's failure; one that
+// went past its time limit is the run's own timeout (jobTimedOut).
 func (s *slurm) wait(ctx context.Context, log *slog.Logger, id string, nr *nodeRun, out *spoolOut, seen func(slurmJob)) (api.NodeResult, error) {
 	t := time.NewTicker(s.cfg.Poll)
 	defer t.Stop()
@@ -351,6 +355,9 @@ func (s *slurm) wait(ctx context.Context, log *slog.Logger, id string, nr *nodeR
 		}
 		if res, err := s.spoolResult(ctx, log, nr.job, out, true); err != nil || res != nil {
 			return deref(res), err
+		}
+		if st.state == "TIMEOUT" {
+			return api.NodeResult{}, &jobTimedOut{job: id, node: st.node}
 		}
 		if st.stuck() {
 			return api.NodeResult{}, fmt.Errorf("job %s in Slurm is %s (%s) and would not go on by itself: given up", id, st.state, st.reason)
@@ -464,6 +471,14 @@ func (s *slurm) cancelOrphans(ctx context.Context) error {
 // slurmCmd runs one of Slurm's commands and returns its output; its error
 // carries what the command said.
 func (s *slurm) slurmCmd(ctx context.Context, name string, stdin *bytes.Reader, args ...string) (string, error) {
+	out, err := s.runSlurmCmd(ctx, name, stdin, args...)
+	if ctx.Err() == nil { // a command cut short here says nothing of Slurm
+		s.reach.saw(err)
+	}
+	return out, err
+}
+
+func (s *slurm) runSlurmCmd(ctx context.Context, name string, stdin *bytes.Reader, args ...string) (string, error) {
 	ctx, stop := context.WithTimeout(ctx, time.Minute)
 	defer stop()
 	cmd := exec.CommandContext(ctx, s.cfg.Program(name), args...)
@@ -510,6 +525,12 @@ func (s *slurm) execution(runID int64, id string, res api.NodeResult) (*executio
 		ex.info = map[string]any{}
 	}
 	ex.info[logSlurmJob] = id
+	if iso, ok := isolationOf(ex.info); !ok || !iso.Sandbox {
+		// Said here, where the organiser reads, not only in the node's
+		// slurm.output.
+		s.log.Warn("a node ran this run without the sandbox: its code had the node's rights", logRun, runID, logSlurmJob, id,
+			"node", ex.info["node"], "said", ok, "ranked", s.cfg.RankUnsandboxed)
+	}
 	if int64(len(res.Profile)) > s.maxReport {
 		s.log.Warn("a node's Nsight Compute report is over profiler.max_report: not kept", logRun, runID, logSlurmJob, id, "bytes", len(res.Profile))
 	} else if len(res.Profile) > 0 {

@@ -54,6 +54,14 @@ func freeAddr(t testing.TB) string {
 func startCoordinator(t testing.TB, more ...func(*Config)) *testDaemon {
 	t.Helper()
 	requireSlurm(t)
+	return startCoordinatorWith(t, "", more...)
+}
+
+// startCoordinatorWith is startCoordinator on the Slurm its config names
+// (slurm.bin: the fake's, slurmfake_test.go), with nodeMore appended to
+// the node's config.
+func startCoordinatorWith(t testing.TB, nodeMore string, more ...func(*Config)) *testDaemon {
+	t.Helper()
 	it := testutil.RequireTorch(t)
 	exe, err := os.Executable()
 	if err != nil {
@@ -62,7 +70,7 @@ func startCoordinator(t testing.TB, more ...func(*Config)) *testDaemon {
 	dir := t.TempDir()
 	nodeCfg := filepath.Join(dir, "node.yaml")
 	body := fmt.Sprintf("data: %s\ngpus: none\npython: %s\ncgroup_parent: %s\nbudget: {memory: 8G, pids: 8000}\nlog_level: debug\n",
-		filepath.Join(dir, "node"), it.Path, testCgroupParent(t))
+		filepath.Join(dir, "node"), it.Path, testCgroupParent(t)) + nodeMore
 	if err := os.WriteFile(nodeCfg, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +281,7 @@ func TestSlurm_EndToEnd(t *testing.T) {
 		var first string
 		waitFor(t, 60*time.Second, func() bool { id, st := slurmJobOf(t, run.ID); first = id; return st == "RUNNING" })
 		// The node dies: slurmd, the job's slurmstepd and the job itself.
-		killNode(t)
+		killNode(t, first)
 		waitFor(t, 90*time.Second, func() bool {
 			id, st := slurmJobOf(t, run.ID)
 			return id != first && id != "" || st == "NODE_FAIL"
@@ -398,19 +406,6 @@ func TestSlurm_SharedDir(t *testing.T) {
 	if code == 0 || !strings.Contains(out, "✗ shared directory") {
 		t.Errorf("doctor --shared-dir with no such directory = exit %d:\n%s", code, out)
 	}
-}
-
-// killNode kills slurmd, every slurmstepd and the node side's processes
-// at once, as a node that loses power would; the runs' sandboxes go too.
-func killNode(t *testing.T) {
-	t.Helper()
-	pid, err := os.ReadFile("/run/slurmd.pid")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = exec.Command("kill", "-9", strings.TrimSpace(string(pid))).Run()
-	_ = exec.Command("pkill", "-9", "-x", "slurmstepd").Run()
-	_ = exec.Command("pkill", "-9", "-f", "node run-job").Run()
 }
 
 // BenchmarkSlurm_Overhead is what the slurm executor adds to a run: the

@@ -46,13 +46,23 @@ type SlurmConfig struct {
 	// Poll is how often squeue is asked about the jobs in Slurm: how soon
 	// a job Slurm lost is noticed and tried again.
 	Poll time.Duration `yaml:"poll"`
-	// TimeLimit is each job's Slurm time limit (--time): a node that hangs
-	// is stopped by Slurm after it, and the run tried again.
+	// TimeLimit is each job's Slurm time limit (--time): a run that goes
+	// past it is stopped by Slurm, and its verdict is "timed out", with
+	// the limit (not tried again).
 	TimeLimit time.Duration `yaml:"time_limit"`
 	// Output is where a job's output goes on the node (sbatch --output,
 	// %j the job id); /dev/null by default, as the node reports its
 	// errors to the coordinator.
 	Output string `yaml:"output"`
+	// RankUnsandboxed lets a run from a node without the sandbox (its
+	// config says sandbox: false: the code ran as root with the network
+	// up) rank, marked on the leaderboard. Off, such a run's result is
+	// kept for its owner, with the reason, and never ranks.
+	RankUnsandboxed bool `yaml:"rank_unsandboxed"`
+	// Patience is how long runs wait for an unreachable controller (sbatch
+	// and squeue failing to reach slurmctld: restarting, failing over, cut
+	// off) before their attempts count as failed; 0 counts them at once.
+	Patience time.Duration `yaml:"patience"`
 }
 
 // SlurmPool is one kind of GPU on the cluster.
@@ -69,7 +79,8 @@ type SlurmPool struct {
 }
 
 func defaultSlurmConfig() SlurmConfig {
-	return SlurmConfig{Command: []string{"kernelbox"}, Poll: 2 * time.Second, TimeLimit: time.Hour, Output: "/dev/null"}
+	return SlurmConfig{Command: []string{"kernelbox"}, Poll: 2 * time.Second, TimeLimit: time.Hour, Output: "/dev/null",
+		Patience: 30 * time.Minute}
 }
 
 // validate checks the slurm executor's settings, reporting through bad.
@@ -112,6 +123,9 @@ func (c *SlurmConfig) validate(bad func(field, format string, args ...any)) {
 	}
 	if c.TimeLimit < time.Minute {
 		bad("slurm.time_limit", "want at least 1m, got %v", c.TimeLimit)
+	}
+	if c.Patience < 0 {
+		bad("slurm.patience", "want a duration of 0 or more, got %v", c.Patience)
 	}
 	if c.Output == "" {
 		bad("slurm.output", "want a file on the node, like /dev/null or /var/log/kernelbox/job-%%j.out")

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"kernelbox/appliance/store"
 	"kernelbox/problems"
@@ -37,6 +38,8 @@ func TestSlurmConfig_Validate(t *testing.T) {
 		{"no command", func(c *Config) { c.Slurm.Command = nil }, "config slurm.command"},
 		{"relative bin", func(c *Config) { c.Slurm.Bin = "bin" }, "config slurm.bin"},
 		{"short time limit", func(c *Config) { c.Slurm.TimeLimit = 0 }, "config slurm.time_limit"},
+		{"negative patience", func(c *Config) { c.Slurm.Patience = -time.Second }, "config slurm.patience"},
+		{"no patience", func(c *Config) { c.Slurm.Patience = 0 }, ""},
 		{"shared dir instead of a coordinator", func(c *Config) { c.Slurm.Coordinator = ""; c.Slurm.SharedDir = "/shared/kernelbox" }, ""},
 		{"shared dir and a bad coordinator", func(c *Config) { c.Slurm.Coordinator = "coord"; c.Slurm.SharedDir = "/shared/kernelbox" }, "config slurm.coordinator"},
 		{"relative shared dir", func(c *Config) { c.Slurm.SharedDir = "shared" }, "config slurm.shared_dir: want an absolute directory"},

@@ -278,3 +278,17 @@ func TestCoordinatorID(t *testing.T) {
 		t.Errorf("another coordinator's id = %q, want 32 hex digits other than %q", other, a)
 	}
 }
+
+// A node asks its attempt's directory whether the attempt stands: it
+// does until the coordinator removes it.
+func TestSpool_Standing(t *testing.T) {
+	t.Parallel()
+	_, _, out, link := spoolAttemptForTest(t, api.NodeJob{Run: 3}, 1<<20)
+	if ok, err := link.standing(t.Context()); !ok || err != nil {
+		t.Errorf("standing() while the attempt is out = %v, %v; want true", ok, err)
+	}
+	out.remove()
+	if ok, err := link.standing(t.Context()); ok || err != nil {
+		t.Errorf("standing() once the attempt ended = %v, %v; want false, no error", ok, err)
+	}
+}

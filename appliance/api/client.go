@@ -224,13 +224,40 @@ func (c *Client) Wait(ctx context.Context, id int64, fn func(Event)) (*Submissio
 // WaitIdle is Wait, and calls idle each time a long-poll of up to poll
 // returns with nothing new: the CLI refreshes the queue position there.
 func (c *Client) WaitIdle(ctx context.Context, id int64, fn func(Event), poll time.Duration, idle func()) (*SubmissionView, error) {
+	return c.WaitWith(ctx, id, fn, WaitOptions{Poll: poll, Idle: idle})
+}
+
+// WaitOptions are how WaitWith waits.
+type WaitOptions struct {
+	// Poll bounds each long-poll (25 s when 0).
+	Poll time.Duration
+	// Idle is called each time a long-poll returns with nothing new.
+	Idle func()
+	// Unreachable is called while the server cannot be reached, or says
+	// it is unavailable (restarting), and the wait goes on: with the
+	// error the first time and whenever it changes, and with nil once
+	// the server answers again. A follower says so rather than wait in
+	// silence.
+	Unreachable func(err error)
+}
+
+// WaitWith is Wait, as opt says.
+func (c *Client) WaitWith(ctx context.Context, id int64, fn func(Event), opt WaitOptions) (*SubmissionView, error) {
+	if opt.Poll <= 0 {
+		opt.Poll = 25 * time.Second
+	}
 	var after int64
+	last := "" // the error of the failing polls, "" while they answer
 	for {
-		page, err := c.Events(ctx, id, after, poll)
+		page, err := c.Events(ctx, id, after, opt.Poll)
 		if err != nil {
 			var e *Error
 			if errors.As(err, &e) && e.Code == CodeUnavailable {
 				// The daemon may be restarting: its jobs survive, so wait.
+				if opt.Unreachable != nil && err.Error() != last {
+					opt.Unreachable(err)
+				}
+				last = err.Error()
 				select {
 				case <-ctx.Done():
 					return nil, ctx.Err()
@@ -240,6 +267,10 @@ func (c *Client) WaitIdle(ctx context.Context, id int64, fn func(Event), poll ti
 			}
 			return nil, err
 		}
+		if last != "" && opt.Unreachable != nil {
+			opt.Unreachable(nil)
+		}
+		last = ""
 		for _, ev := range page.Events {
 			if fn != nil {
 				fn(ev)
@@ -249,8 +280,8 @@ func (c *Client) WaitIdle(ctx context.Context, id int64, fn func(Event), poll ti
 		if page.Done {
 			return c.Submission(ctx, id, false)
 		}
-		if len(page.Events) == 0 && idle != nil {
-			idle()
+		if len(page.Events) == 0 && opt.Idle != nil {
+			opt.Idle()
 		}
 	}
 }

@@ -38,6 +38,11 @@ type NodeJob struct {
 	// MaxResult, when set, is the most bytes the coordinator takes of a
 	// report through the shared directory; the API says so with a 413.
 	MaxResult int64 `json:"max_result,omitempty"`
+	// CheckEvery, when set, is how often the node asks whether its
+	// attempt still stands (GET .../attempt, or its directory there): one
+	// the coordinator gave up (a NODE_FAIL while the node was only cut
+	// off) stops, rather than run on to a report no one takes.
+	CheckEvery time.Duration `json:"check_every,omitempty"`
 }
 
 // NodeEvent is a run's progress as a node reports it: POST
@@ -72,6 +77,12 @@ type NodeResult struct {
 func (c *Client) NodeJob(ctx context.Context, run int64) (*NodeJob, error) {
 	var j NodeJob
 	return &j, c.getJSON(ctx, nodePath(run, ""), nil, &j)
+}
+
+// NodeAttempt says whether the node's attempt at run still stands: nil
+// while it does, an unauthorized error once the coordinator gave it up.
+func (c *Client) NodeAttempt(ctx context.Context, run int64) error {
+	return c.getJSON(ctx, nodePath(run, "/attempt"), nil, &struct{}{})
 }
 
 // NodeEvent reports one event of a run.

@@ -26,12 +26,15 @@ type SubmitResult struct {
 	Profile  *problems.ProfileResult `json:"profile,omitempty"`
 	Download bool                    `json:"profile_download,omitempty"`
 	Phases   []problems.Phase        `json:"-"`
+	// Unranked is why a passing submission is kept out of the rankings
+	// (it ran without the sandbox, and the box ranks no such run).
+	Unranked string `json:"unranked,omitempty"`
 }
 
 // ResultOf gathers the public run's tests and benchmarks.
 func ResultOf(sub *Submission) SubmitResult {
 	res := SubmitResult{ID: sub.ID, Leaderboard: sub.Leaderboard, GPU: sub.GPUType, Mode: sub.Mode, Status: sub.Status,
-		Passed: sub.Passed, Reason: sub.Reason, Score: sub.Score, Tests: []problems.TestResult{}, Benchmarks: []problems.BenchmarkResult{}}
+		Passed: sub.Passed, Reason: sub.Reason, Score: sub.Score, Unranked: sub.Unranked, Tests: []problems.TestResult{}, Benchmarks: []problems.BenchmarkResult{}}
 	for i := range sub.Runs {
 		r := &sub.Runs[i]
 		if r.Secret {

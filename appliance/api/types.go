@@ -165,6 +165,10 @@ type RankRow struct {
 	Language   string    `json:"language,omitempty"`
 	Submission int64     `json:"submission"`
 	At         time.Time `json:"at"`
+	// Unsandboxed marks an entry whose runs went without the sandbox: its
+	// code ran with the rights of the machine that ran it. It ranks only
+	// where the organiser allows it (slurm.rank_unsandboxed).
+	Unsandboxed bool `json:"unsandboxed,omitempty"`
 }
 
 // Entry is one ranked entry's timings per benchmark shape (GET
@@ -261,9 +265,15 @@ type Submission struct {
 	// found), flagged (kept out of the rankings), cleared or confirmed.
 	Review   string             `json:"review,omitempty"`
 	Findings []policies.Finding `json:"findings,omitempty"`
-	Created  time.Time          `json:"created"`
-	Finished time.Time          `json:"finished,omitzero"`
-	Runs     []Run              `json:"runs,omitempty"`
+	// Unsandboxed says that one of its runs ran without the sandbox (its
+	// runs' system_info.isolation says where); Unranked, when set, is why
+	// it is kept out of the rankings although it passed (a coordinator
+	// that does not rank unsandboxed runs).
+	Unsandboxed bool      `json:"unsandboxed,omitempty"`
+	Unranked    string    `json:"unranked,omitempty"`
+	Created     time.Time `json:"created"`
+	Finished    time.Time `json:"finished,omitzero"`
+	Runs        []Run     `json:"runs,omitempty"`
 }
 
 // Run is one evaluation of a submission: its public run, or its secret twin.

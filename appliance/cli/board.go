@@ -78,13 +78,17 @@ func runLeaderboard(c *cli.Context, cl *api.Client, name string) error {
 			}
 			tw := newTable(w)
 			fmt.Fprintln(tw, "  RANK\tUSER\tSCORE\t±\tSUBMISSION\tWHEN")
-			ties := false
+			ties, bare := false, false
 			for _, row := range r.Rows {
 				rank := strconv.Itoa(row.Rank)
 				if row.Tie {
 					rank, ties = "≈"+rank, true
 				}
-				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\n", rank, row.User, problems.FormatNS(row.Score*1e9),
+				user := row.User
+				if row.Unsandboxed {
+					user, bare = user+" [no sandbox]", true
+				}
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\n", rank, user, problems.FormatNS(row.Score*1e9),
 					problems.FormatNS(row.Interval*1e9), row.Submission, row.At.Format("2006-01-02 15:04"))
 			}
 			if err := tw.Flush(); err != nil {
@@ -92,6 +96,9 @@ func runLeaderboard(c *cli.Context, cl *api.Client, name string) error {
 			}
 			if ties {
 				fmt.Fprintln(w, "  ≈: a statistical tie with the entry above (their intervals overlap)")
+			}
+			if bare {
+				fmt.Fprintln(w, "  [no sandbox]: ran without the sandbox, with the rights of the node that ran it (ranked by the organiser's leave)")
 			}
 		}
 		return nil

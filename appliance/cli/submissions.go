@@ -81,7 +81,7 @@ func runSubmissionsList(c *cli.Context, cl *api.Client) error {
 
 func runSubmissionShow(c *cli.Context, cl *api.Client, id int64) error {
 	if c.Bool("wait") {
-		if _, err := cl.Wait(c.Context, id, nil); err != nil {
+		if _, err := cl.WaitWith(c.Context, id, nil, api.WaitOptions{Unreachable: sayUnreachable(c.App.ErrWriter)}); err != nil {
 			return err
 		}
 	}

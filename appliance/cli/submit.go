@@ -89,14 +89,14 @@ func follow(c *cli.Context, cl *api.Client, req api.SubmitRequest) error {
 		position()
 	}
 	pp := newProgressPrinter(w)
-	final, err := cl.WaitIdle(c.Context, sub.ID, func(ev api.Event) {
+	final, err := cl.WaitWith(c.Context, sub.ID, func(ev api.Event) {
 		if ev.Kind == api.EventRunStarted {
 			started = true
 		}
 		if !asJSON {
 			pp.event(ev)
 		}
-	}, 3*time.Second, position)
+	}, api.WaitOptions{Poll: 3 * time.Second, Idle: position, Unreachable: sayUnreachable(c.App.ErrWriter)})
 	if err != nil {
 		return err
 	}
@@ -118,6 +118,20 @@ func follow(c *cli.Context, cl *api.Client, req api.SubmitRequest) error {
 		printResult(w, res, c.Bool("verbose"))
 	}
 	return submissionExit(res)
+}
+
+// sayUnreachable tells a follower, on w (stderr: stdout may be --json),
+// that the box is out of reach and the wait goes on: once, again when
+// the error changes, and when the box answers again. The submission is
+// safe in the box meanwhile; following it only waits.
+func sayUnreachable(w io.Writer) func(error) {
+	return func(err error) {
+		if err == nil {
+			fmt.Fprintln(w, "the box answers again")
+			return
+		}
+		fmt.Fprintf(w, "the box is unreachable, retrying (%v)\n", err)
+	}
 }
 
 func submissionExit(res api.SubmitResult) error {
@@ -227,6 +241,9 @@ func printResult(w io.Writer, res api.SubmitResult, verbose bool) {
 			fmt.Fprintf(w, ", rank %d on %s", res.Rank, res.GPU)
 		}
 		fmt.Fprintln(w)
+		if res.Unranked != "" {
+			fmt.Fprintf(w, "  %s\n", res.Unranked)
+		}
 	case res.Passed:
 		fmt.Fprintf(w, "PASSED: submission %d\n", res.ID)
 	default:

@@ -399,17 +399,18 @@ func (s *Store) IsMember(ctx context.Context, lbID, userID int64) (bool, error) 
 
 // api.Ranking returns the per-user best of a leaderboard on one GPU type. Only
 // passed leaderboard-mode submissions whose secret twin also passed have a
-// score; hacked ones, flagged ones awaiting review and banned users are
-// left out. Equal scores share a
+// score; hacked ones, flagged ones awaiting review, unranked ones (an
+// unsandboxed run the organiser does not rank) and banned users are left
+// out. Equal scores share a
 // rank, and the earlier submission is a user's best among equal ones.
 func (s *Store) Ranking(ctx context.Context, lbID int64, gpuType string) ([]api.RankRow, error) {
 	rows, err := s.db.QueryContext(ctx, `WITH best AS (
-			SELECT s.id, s.user_id, s.score, s.score_err, s.language, s.created_ms,
+			SELECT s.id, s.user_id, s.score, s.score_err, s.language, s.created_ms, s.unsandboxed,
 			       ROW_NUMBER() OVER (PARTITION BY s.user_id ORDER BY s.score, s.id) AS n
 			FROM submissions s JOIN users u ON u.id = s.user_id
 			WHERE s.leaderboard_id = ? AND s.gpu_type = ? AND s.score IS NOT NULL AND s.passed = 1
-			  AND s.hacked = 0 AND s.review != 'flagged' AND u.banned = 0)
-		SELECT RANK() OVER (ORDER BY b.score), u.name, b.score, b.score_err, b.language, b.id, b.created_ms
+			  AND s.hacked = 0 AND s.review != 'flagged' AND s.unranked = '' AND u.banned = 0)
+		SELECT RANK() OVER (ORDER BY b.score), u.name, b.score, b.score_err, b.language, b.id, b.created_ms, b.unsandboxed
 		FROM best b JOIN users u ON u.id = b.user_id WHERE b.n = 1
 		ORDER BY b.score, b.id`, lbID, gpuType)
 	if err != nil {
@@ -421,7 +422,7 @@ func (s *Store) Ranking(ctx context.Context, lbID int64, gpuType string) ([]api.
 		var r api.RankRow
 		var at int64
 		var serr sql.NullFloat64
-		if err := rows.Scan(&r.Rank, &r.User, &r.Score, &serr, &r.Language, &r.Submission, &at); err != nil {
+		if err := rows.Scan(&r.Rank, &r.User, &r.Score, &serr, &r.Language, &r.Submission, &at, &r.Unsandboxed); err != nil {
 			return nil, fmt.Errorf("ranking: %w", err)
 		}
 		r.At = time.UnixMilli(at).UTC()

@@ -80,6 +80,11 @@ type RunResult struct {
 	// Findings are the run's own (a time under the physics floor): like
 	// the scanner's flags they hold the submission for review.
 	Findings []policies.Finding
+	// Unsandboxed says the run went without the sandbox; Unranked, when
+	// set, keeps its submission out of the rankings, saying why. Both
+	// stick to the submission: a later run does not clear them.
+	Unsandboxed bool
+	Unranked    string
 }
 
 // FinishRun stores a run's result if lease still holds it, and when it was
@@ -110,6 +115,15 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, lease string, res Ru
 		}
 		if err := flagSubmission(ctx, tx, s.now(), subID, res.Findings); err != nil {
 			return err
+		}
+		if res.Unsandboxed || res.Unranked != "" {
+			// The first reason stays, but the public run's wins: it can
+			// name the node, where the secret twin's must not.
+			if _, err := tx.ExecContext(ctx, `UPDATE submissions SET unsandboxed = unsandboxed OR ?1,
+					unranked = CASE WHEN ?2 = '' THEN unranked WHEN unranked = '' OR NOT ?3 THEN ?2 ELSE unranked END WHERE id = ?4`,
+				res.Unsandboxed, res.Unranked, secret, subID); err != nil {
+				return err
+			}
 		}
 		return settle(ctx, tx, s.now(), subID)
 	})

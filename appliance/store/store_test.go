@@ -453,3 +453,69 @@ func TestStore_RankingCarriesScoreErr(t *testing.T) {
 		t.Errorf("Ranking = %+v, want ann with score_err %g, then bob with none", rows, e)
 	}
 }
+
+// A submission one of whose runs went without the sandbox is marked on
+// the leaderboard; one the coordinator does not rank (Unranked) keeps its
+// score and its reason for its owner and stays out of the ranking.
+func TestStore_RankingUnsandboxed(t *testing.T) {
+	t.Parallel()
+	st := newTestStore(t)
+	ctx := t.Context()
+	lb, ann := leaderboardAndUser(t, st)
+	bob, _, err := st.CreateUser(ctx, "bob", api.RoleContestant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const why = "not ranked: ran without the sandbox"
+	annSub := finished(t, st, lb, ann, func(r api.Run) RunResult {
+		score := 2.0
+		// Only the secret twin ran unsandboxed: the mark sticks all the same.
+		return RunResult{Status: api.StatusDone, Passed: true, Score: &score, Unsandboxed: r.Secret}
+	})
+	// Bob's secret twin ends first: its reason, naming no node, gives way
+	// to the public run's.
+	bs, err := st.CreateSubmission(ctx, NewSubmission{Leaderboard: lb, User: bob, FileName: "s.py", Code: []byte("x = 2\n"),
+		GPUType: "cpu", Mode: "leaderboard", Category: api.CategoryRanked, Secret: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bobSub := bs.ID
+	runs := slices.Clone(bs.Runs)
+	slices.SortFunc(runs, func(a, b api.Run) int {
+		if a.Secret == b.Secret {
+			return 0
+		}
+		if a.Secret {
+			return -1
+		}
+		return 1
+	})
+	for _, r := range runs {
+		score := 1.0
+		res := RunResult{Status: api.StatusDone, Passed: true, Score: &score, Unsandboxed: true, Unranked: why}
+		if r.Secret {
+			res.Unranked = "not ranked: the secret run's reason, which the public run's replaces"
+		}
+		if ok, err := st.StartRun(ctx, r.ID, "lease", "cpu:0"); err != nil || !ok {
+			t.Fatalf("StartRun: %v, %v", ok, err)
+		}
+		if _, err := st.FinishRun(ctx, r.ID, "lease", res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := st.Ranking(ctx, lb.ID, "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Submission != annSub || !rows[0].Unsandboxed {
+		t.Errorf("Ranking = %+v, want ann's submission %d alone, marked unsandboxed", rows, annSub)
+	}
+	sub, err := st.Submission(ctx, bobSub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sub.Passed || sub.Score == nil || *sub.Score != 1 || !sub.Unsandboxed || sub.Unranked != why {
+		t.Errorf("Submission(%d) = passed %v, score %v, unsandboxed %v, unranked %q; want passed, 1, true, %q",
+			bobSub, sub.Passed, sub.Score, sub.Unsandboxed, sub.Unranked, why)
+	}
+}

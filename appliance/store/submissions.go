@@ -296,7 +296,8 @@ func runsOf(ctx context.Context, q queryer, subID int64) ([]RunRecord, error) {
 }
 
 const submissionColumns = `s.id, l.name, u.name, s.user_id, s.leaderboard_id, s.file_name, s.code_sha256, s.gpu_type, s.mode, s.category,
-	s.language, s.status, s.passed, s.score, s.reason, s.hacked, s.review, s.findings, s.created_ms, s.finished_ms`
+	s.language, s.status, s.passed, s.score, s.reason, s.hacked, s.review, s.findings, s.created_ms, s.finished_ms,
+	s.unsandboxed, s.unranked`
 
 const submissionFrom = ` FROM submissions s JOIN leaderboards l ON l.id = s.leaderboard_id JOIN users u ON u.id = s.user_id`
 
@@ -308,7 +309,7 @@ func scanSubmission(row interface{ Scan(...any) error }) (*Submission, error) {
 	var findings string
 	if err := row.Scan(&sub.ID, &sub.Leaderboard, &sub.User, &sub.userID, &sub.leaderboardID, &sub.FileName, &sub.SHA256,
 		&sub.GPUType, &sub.Mode, &sub.Category, &sub.Language, &sub.Status, &sub.Passed, &score, &sub.Reason, &sub.Hacked, &sub.Review, &findings,
-		&created, &finished); err != nil {
+		&created, &finished, &sub.Unsandboxed, &sub.Unranked); err != nil {
 		return nil, err
 	}
 	if findings != "" {
