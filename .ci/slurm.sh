@@ -88,6 +88,12 @@ startd() {
   setsid -f /usr/sbin/slurmd -D >>/var/log/slurm/slurmd.out 2>&1 </dev/null
 }
 
+# startctld restarts slurmctld alone (after a test stopped it for an
+# outage), on the state it saved.
+startctld() {
+  setsid -f /usr/sbin/slurmctld -D -i >>/var/log/slurm/slurmctld.out 2>&1 </dev/null
+}
+
 stop() {
   scancel --user=root 2>/dev/null || true
   for f in /run/slurmd.pid /run/slurmctld.pid; do
@@ -104,6 +110,6 @@ stop() {
 }
 
 case "${1:-}" in
-  start | stop | startd) "$1" ;;
-  *) echo "usage: $0 start|stop|startd" >&2; exit 2 ;;
+  start | stop | startd | startctld) "$1" ;;
+  *) echo "usage: $0 start|stop|startd|startctld" >&2; exit 2 ;;
 esac
