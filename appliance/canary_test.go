@@ -1,7 +1,6 @@
 package appliance
 
 import (
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -15,28 +14,13 @@ import (
 	"kernelbox/problems"
 )
 
-// get fetches a path of the daemon without a token (the probes, /metrics).
-func (td *testDaemon) get(path string) (int, string) {
-	td.t.Helper()
-	res, err := http.Get(td.server + path)
-	if err != nil {
-		td.t.Fatalf("GET %s: %v", path, err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		td.t.Fatalf("GET %s: %v", path, err)
-	}
-	return res.StatusCode, string(b)
-}
-
 // TestCanary_PassReadies: with the sandbox on, the daemon is not ready
 // until its canary has run on the CPU slots, then ready; the canary's run
 // shows in health and /metrics and in no contestant's list.
 func TestCanary_PassReadies(t *testing.T) {
 	t.Parallel()
 	td := startDaemon(t, t.TempDir(), func(c *Config) { c.Canary = 10 * time.Minute })
-	waitFor(t, 2*time.Minute, func() bool { code, _ := td.get("/readyz"); return code == http.StatusOK })
+	waitFor(t, 2*time.Minute, func() bool { code, _ := readyz(t, td, "/readyz"); return code == http.StatusOK })
 	h, err := td.admin.Health(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +31,7 @@ func TestCanary_PassReadies(t *testing.T) {
 	if h.Status != "ok" {
 		t.Errorf("health = %s %q after the canary passed, want ok", h.Status, h.Reasons)
 	}
-	_, metrics := td.get("/metrics")
+	_, metrics := readyz(t, td, "/metrics")
 	for _, want := range []string{`kernelbox_canary_ok{gpu_type="cpu"} 1`, `kernelbox_canary_duration_seconds{gpu_type="cpu"}`, "kernelbox_ready 1"} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %q", want)
@@ -89,13 +73,13 @@ func TestCanary_BrokenSandbox(t *testing.T) {
 	var body string
 	waitFor(t, 2*time.Minute, func() bool {
 		var code int
-		code, body = td.get("/readyz")
+		code, body = readyz(t, td, "/readyz")
 		return code == http.StatusServiceUnavailable && strings.Contains(body, "canary on cpu failed")
 	})
 	if !strings.Contains(body, "no such file") || !strings.Contains(body, "fix:") {
 		t.Errorf("/readyz = %q, want the cause (no such file) and a fix", body)
 	}
-	_, metrics := td.get("/metrics")
+	_, metrics := readyz(t, td, "/metrics")
 	for _, want := range []string{`kernelbox_canary_ok{gpu_type="cpu"} 0`, "kernelbox_ready 0"} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %q", want)
