@@ -107,6 +107,18 @@ func (c *canaries) take(gpuType string) bool {
 	return true
 }
 
+// holds says whether gpuType's jobs must wait: its first canary has not
+// ended, or its last one failed.
+func (c *canaries) holds(gpuType string) bool {
+	if c == nil || c.every <= 0 {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	last, ok := c.last[gpuType]
+	return ok && !last.OK
+}
+
 // record keeps a canary's outcome. A failed canary is due again in a
 // minute (or its interval, if shorter), so a fixed host is seen soon.
 func (c *canaries) record(res api.Canary) {

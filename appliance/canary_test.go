@@ -44,6 +44,18 @@ func TestCanary_PassReadies(t *testing.T) {
 	if len(subs) != 0 {
 		t.Errorf("submissions after the canary = %+v, want none: the canary is no contestant's", subs)
 	}
+	td.loadQuick()
+	code, err := os.ReadFile(quickSolution("correct/double.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := td.admin.Submit(t.Context(), api.SubmitRequest{Code: code, Mode: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := td.admin.Wait(t.Context(), sub.ID, nil); err != nil || !v.Passed {
+		t.Errorf("a submission after the canary passed: %+v, %v; want passed", v, err)
+	}
 	if q, err := td.admin.Queue(t.Context()); err != nil {
 		t.Fatal(err)
 	} else {
@@ -98,8 +110,19 @@ func TestCanary_BrokenSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Submit while the canary fails: %v, want it queued", err)
 	}
-	if sub.ID == 0 {
-		t.Errorf("Submit = %+v, want an id", sub)
+	// Its job waits for a canary that passes, rather than spend its
+	// attempts: for five seconds (a quick run takes well under one) it
+	// never leaves the queue.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		v, err := td.admin.Submission(t.Context(), sub.ID, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Status != api.StatusQueued {
+			t.Fatalf("submission while the canary fails: %s (%s), want it held in the queue", v.Status, v.Reason)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

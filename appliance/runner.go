@@ -410,7 +410,11 @@ func (r *runner) dispatch(slots []Slot) {
 			continue
 		}
 		err := queue.ErrNoJob
-		if s, ok := r.warmSlot(slots); ok && len(free) == 0 {
+		if r.exec == nil && r.canary.holds(slots[0].GPUType) {
+			// The type's last canary failed, or its first has not ended: a
+			// run now would likely fail the same way and spend one of its
+			// attempts. Its jobs wait in the queue until a canary passes.
+		} else if s, ok := r.warmSlot(slots); ok && len(free) == 0 {
 			if err = r.claimWarm(req, s, usable); err == nil {
 				continue
 			}
