@@ -44,22 +44,33 @@ type daemonProcess struct {
 
 func startDaemonProcess(t *testing.T, dir, cgroupParent string) *daemonProcess {
 	t.Helper()
-	return startDaemonProcessWith(t, dir, "", "--no-library", "--cgroup-parent", cgroupParent)
+	return startDaemonProcessWith(t, dir, processOptions{args: []string{"--no-library", "--cgroup-parent", cgroupParent}})
 }
 
-// startDaemonProcessWith starts `kernelbox serve` with args added, under
-// umask (like "0077") when it is not empty.
-func startDaemonProcessWith(t *testing.T, dir, umask string, args ...string) *daemonProcess {
+// processOptions are what startDaemonProcessWith changes.
+type processOptions struct {
+	umask  string   // like "0077"; empty keeps the test's
+	python string   // the harness Python; empty for the one the tests found
+	conf   string   // more lines of the config file
+	args   []string // more arguments of serve
+}
+
+// startDaemonProcessWith starts `kernelbox serve` in a process of its own
+// as o says.
+func startDaemonProcessWith(t *testing.T, dir string, o processOptions) *daemonProcess {
 	t.Helper()
 	it := testutil.RequireTorch(t)
+	if o.python == "" {
+		o.python = it.Path
+	}
 	// Bursts of submissions from one user: no cap on queued jobs in the way.
 	conf := filepath.Join(t.TempDir(), "kernelbox.yaml")
-	if err := os.WriteFile(conf, []byte("max_queued_per_user: 100000\n"), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte("max_queued_per_user: 100000\n"+o.conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	argv := append([]string{os.Args[0], "-test.run=^$", "--", "--config", conf, "--data", dir, "--listen", "127.0.0.1:0",
-		"--cpu-slots", "2", "--python", it.Path, "--grace", "2s"}, args...)
-	if umask != "" {
+		"--cpu-slots", "2", "--python", o.python, "--grace", "2s"}, o.args...)
+	if umask := o.umask; umask != "" {
 		// The shell sets the umask and execs the daemon, as systemd does
 		// for a unit's UMask=.
 		argv = append([]string{"/bin/sh", "-c", `umask "$0" && exec "$@"`, umask}, argv...)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"kernelbox/appliance/api"
+	"kernelbox/internal/testutil"
 )
 
 // TestDaemon_UnitUmask runs `kernelbox serve` in a process of its own under
@@ -26,7 +27,28 @@ func TestDaemon_UnitUmask(t *testing.T) {
 	requireRootSandbox(t)
 	dir := t.TempDir()
 	t.Cleanup(func() { _ = syscall.Unmount(filepath.Join(dir, "sandbox"), syscall.MNT_DETACH) })
-	p := startDaemonProcessWith(t, dir, "0077", "--cgroup-parent", testCgroupParent(t))
+	// The harness Python as a virtual environment outside /usr would be: a
+	// bind of its own, whose mount point libcontainer would make under the
+	// umask (0700, so the run's uid could not reach it). Not under /tmp,
+	// which is the run's own tmpfs.
+	it := testutil.RequireTorch(t)
+	venv, err := os.MkdirTemp("/var/tmp", "kernelbox-umask-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(venv) })
+	if err := os.Chmod(venv, 0o755); err != nil { // as an installed one is
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(venv, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	python := filepath.Join(venv, "bin", "python3")
+	if err := os.Symlink(it.Path, python); err != nil {
+		t.Fatal(err)
+	}
+	p := startDaemonProcessWith(t, dir, processOptions{umask: "0077", python: python, conf: "binds: [" + venv + "]\n",
+		args: []string{"--cgroup-parent", testCgroupParent(t)}})
 	token, err := os.ReadFile(AdminTokenFile(dir))
 	if err != nil {
 		t.Fatal(err)

@@ -560,6 +560,9 @@ func buildRootfs(rootfs string, s *Spec) error {
 			}
 		}
 	}
+	if err := makeMountPoints(rootfs, s.Binds); err != nil {
+		return err
+	}
 	etc := map[string]string{
 		"passwd": fmt.Sprintf("root:x:0:0:root:/root:/usr/sbin/nologin\nnobody:x:%d:%d:nobody:/work:/usr/sbin/nologin\n", s.UID, s.GID),
 		"group":  fmt.Sprintf("root:x:0:\nnogroup:x:%d:\n", s.GID),
