@@ -59,7 +59,7 @@ canaries_done() { # waits until no canary is pending (3 minutes at most)
 	for c in "test templates/triton.py" "test solutions/wrong/drops_tail.py" "leaderboard templates/triton.py"; do
 		set -- $c
 		b=$(date +%s.%N)
-		"$kb" submit "$lib/$2" -l vectoradd -g "$gtype" -m "$1" >"$out/submit.txt" 2>&1
+		timeout 150 "$kb" submit "$lib/$2" -l vectoradd -g "$gtype" -m "$1" >"$out/submit.txt" 2>&1
 		rc=$?
 		echo "--- $1 $2 on $gtype: exit $rc in $(python3 -c "print(round($(date +%s.%N)-$b,1))") s"
 		grep -E 'PASSED|FAILED|ERROR|score|phase' "$out/submit.txt" | head -8
