@@ -53,29 +53,41 @@ func CanaryFix(reason string) string {
 	case strings.Contains(reason, "permission denied"):
 		return "the run's uid cannot read something it needs: check the modes of the data directory's sandbox/, " +
 			"the harness Python's directories and config binds (a umask of 0077 must not reach them); " +
-			"`kernelbox doctor` runs the same check"
+			"`kernelbox doctor` runs a canary of its own in a one-shot sandbox"
 	case strings.Contains(reason, "no such file"):
-		return "a path the run needs is missing inside the sandbox: check config python and binds; `kernelbox doctor` runs the same check"
+		return "a path the run needs is missing inside the sandbox: check config python and binds; `kernelbox doctor` runs a canary of its own in a one-shot sandbox"
 	case strings.Contains(reason, "cgroup"):
 		return "the sandbox's cgroups could not be made: check config cgroup_parent and budget, and that the daemon runs as root"
 	default:
-		return "run `kernelbox doctor` on this host; `kernelbox sandbox run -- /bin/true` shows a sandbox error alone"
+		return "run `kernelbox doctor` on this host (its canary uses a one-shot sandbox on the CPU backend); `kernelbox sandbox run -- /bin/true` shows a sandbox error alone"
 	}
 }
 
 // canaries holds each GPU type's last canary and when the next is due.
 // The runner runs them (dispatch); the API reads them (health, metrics,
 // the admin page).
+//
+// A failed canary may be one bad GPU rather than a broken host, so the
+// type's next canary goes to a slot not yet tried since the last pass,
+// at once; the type's jobs are held only once every usable slot has
+// failed (or before the first canary has ended). A slot that failed while
+// another passed stays in service: a job on it fails as before and the
+// GPU health check after the job drains it.
 type canaries struct {
 	every time.Duration // 0: no canary
 	now   func() time.Time
 	mu    sync.Mutex
 	last  map[string]api.Canary
 	due   map[string]time.Time
+	// failed are the slots whose canary failed since the type's last
+	// pass; running the types with a canary in flight.
+	failed  map[string]map[string]bool
+	running map[string]bool
 }
 
 func newCanaries(every time.Duration, now func() time.Time) *canaries {
-	return &canaries{every: every, now: now, last: map[string]api.Canary{}, due: map[string]time.Time{}}
+	return &canaries{every: every, now: now, last: map[string]api.Canary{}, due: map[string]time.Time{},
+		failed: map[string]map[string]bool{}, running: map[string]bool{}}
 }
 
 // expect registers a GPU type whose slots run canaries: until its first
@@ -91,43 +103,82 @@ func (c *canaries) expect(gpuType string) {
 	}
 }
 
-// take says whether gpuType's canary is due, and if so marks it taken so
-// that one dispatcher pass starts one run.
-func (c *canaries) take(gpuType string) bool {
+// unusable says every slot of gpuType is drained: no canary can run, and
+// one that has not is not waited for (the drains say what is wrong).
+func (c *canaries) unusable(gpuType string) {
 	if c == nil || c.every <= 0 {
-		return false
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if last, ok := c.last[gpuType]; ok && last.Pending {
+		delete(c.last, gpuType)
+	}
+}
+
+// take picks the slot of free that runs gpuType's canary now, if one is
+// due and none is in flight: one not failed since the last pass if there
+// is such a slot. ok is false when no canary starts.
+func (c *canaries) take(gpuType string, free []Slot) (Slot, bool) {
+	if c == nil || c.every <= 0 || len(free) == 0 {
+		return Slot{}, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
-	if now.Before(c.due[gpuType]) {
-		return false
+	if c.running[gpuType] || now.Before(c.due[gpuType]) {
+		return Slot{}, false
 	}
+	c.running[gpuType] = true
 	c.due[gpuType] = now.Add(c.every)
-	return true
+	for _, s := range free {
+		if !c.failed[gpuType][s.ID] {
+			return s, true
+		}
+	}
+	return free[0], true
 }
 
 // holds says whether gpuType's jobs must wait: its first canary has not
-// ended, or its last one failed.
-func (c *canaries) holds(gpuType string) bool {
+// ended, or every one of its usable slots failed since the last pass.
+func (c *canaries) holds(gpuType string, usable int) bool {
 	if c == nil || c.every <= 0 {
 		return false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	last, ok := c.last[gpuType]
-	return ok && !last.OK
+	return ok && (last.Pending || (!last.OK && len(c.failed[gpuType]) >= usable))
 }
 
-// record keeps a canary's outcome. A failed canary is due again in a
-// minute (or its interval, if shorter), so a fixed host is seen soon.
-func (c *canaries) record(res api.Canary) {
+// record keeps a canary's outcome. After a failure, the next canary is
+// due at once while a usable slot is left untried, else in a minute (or
+// the interval, if shorter), so a fixed host is seen soon.
+func (c *canaries) record(res api.Canary, usable int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.running[res.GPUType] = false
 	c.last[res.GPUType] = res
-	if !res.OK {
-		c.due[res.GPUType] = c.now().Add(min(time.Minute, c.every))
+	if res.OK {
+		delete(c.failed, res.GPUType)
+		return
 	}
+	if c.failed[res.GPUType] == nil {
+		c.failed[res.GPUType] = map[string]bool{}
+	}
+	c.failed[res.GPUType][res.Slot] = true
+	next := c.now().Add(min(time.Minute, c.every))
+	if len(c.failed[res.GPUType]) < usable {
+		next = c.now()
+	}
+	c.due[res.GPUType] = next
+}
+
+// abandon forgets a canary cut short by the runner's stop.
+func (c *canaries) abandon(gpuType string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.running[gpuType] = false
 }
 
 // list is every registered type's last canary, by type.
@@ -220,8 +271,9 @@ func lastLine(s string) string {
 const canaryJob int64 = 0
 
 // startCanary runs gpuType's canary on slot s, which the caller marked
-// busy; the slot is freed when it ends.
-func (r *runner) startCanary(log *slog.Logger, s Slot) {
+// busy; the slot is freed when it ends. usable is how many of the type's
+// slots are in service.
+func (r *runner) startCanary(log *slog.Logger, s Slot, usable int) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -230,10 +282,11 @@ func (r *runner) startCanary(log *slog.Logger, s Slot) {
 			r.wake.Fire()
 		}()
 		res := r.runCanary(s)
-		if r.hard.Err() != nil {
+		if r.soft.Err() != nil {
+			r.canary.abandon(s.GPUType)
 			return // stopped, not failed
 		}
-		r.canary.record(res)
+		r.canary.record(res, usable)
 		r.metrics.canary(res)
 		if res.OK {
 			log.Debug("canary passed", logSlot, s.ID, "took", res.Took)
@@ -253,7 +306,9 @@ func (r *runner) runCanary(s Slot) api.Canary {
 		}
 		defer os.RemoveAll(scratch)
 		launcher, env := r.launch(gang{s}, problems.ModeTest)
-		return RunCanary(r.hard, CanaryRun{Launcher: launcher, Env: env, Python: r.python.Path, Device: s.Device,
+		// Under the soft stop: a shutdown need not wait its grace for a
+		// canary, whose result it would throw away.
+		return RunCanary(r.soft, CanaryRun{Launcher: launcher, Env: env, Python: r.python.Path, Device: s.Device,
 			Arch: s.GPUType, Scratch: scratch})
 	}()
 	res.Took = time.Since(begin)

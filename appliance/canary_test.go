@@ -74,7 +74,9 @@ func TestCanary_PassReadies(t *testing.T) {
 func TestCanary_BrokenSandbox(t *testing.T) {
 	t.Parallel()
 	hidden := filepath.Join(t.TempDir(), "python3")
-	td := startDaemonWith(t, t.TempDir(), func(c *Config) { c.Canary = 10 * time.Minute }, func(d *Daemon) {
+	// One slot: its failed canary holds the type at once (with two, the
+	// other slot is tried first).
+	td := startDaemonWith(t, t.TempDir(), func(c *Config) { c.Canary = 10 * time.Minute; c.CPUSlots = 1 }, func(d *Daemon) {
 		if err := os.Symlink(d.Python.Path, hidden); err != nil {
 			t.Fatal(err)
 		}
@@ -127,38 +129,69 @@ func TestCanary_BrokenSandbox(t *testing.T) {
 }
 
 // TestCanary_Due: a GPU type's canary is due at once, then after its
-// interval; a failed one again within a minute.
+// interval; after a failure at once on a slot not yet tried, and only
+// when every usable slot failed are the type's jobs held, until a pass.
 func TestCanary_Due(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1e9, 0)
 	c := newCanaries(10*time.Minute, func() time.Time { return now })
+	slots := []Slot{{ID: "cpu:0", GPUType: "cpu"}, {ID: "cpu:1", GPUType: "cpu"}}
 	c.expect("cpu")
-	if got := c.list(); len(got) != 1 || !got[0].Pending {
-		t.Fatalf("list() before a run = %+v, want cpu pending", got)
+	if got := c.list(); len(got) != 1 || !got[0].Pending || !c.holds("cpu", 2) {
+		t.Fatalf("before a run: list() = %+v, holds %v; want cpu pending and held", got, c.holds("cpu", 2))
 	}
-	if !c.take("cpu") || c.take("cpu") {
-		t.Fatal("take: want due once at start, then not")
+	s, ok := c.take("cpu", slots)
+	if !ok || s.ID != "cpu:0" {
+		t.Fatalf("take at start = %v, %v; want cpu:0", s.ID, ok)
 	}
-	c.record(api.Canary{GPUType: "cpu", OK: true})
+	if _, ok := c.take("cpu", slots); ok {
+		t.Fatal("take while one is in flight = true")
+	}
+	c.record(api.Canary{GPUType: "cpu", Slot: "cpu:0", OK: true}, 2)
+	if c.holds("cpu", 2) {
+		t.Error("holds after a pass")
+	}
 	now = now.Add(9 * time.Minute)
-	if c.take("cpu") {
+	if _, ok := c.take("cpu", slots); ok {
 		t.Error("take after 9 of 10 minutes = true")
 	}
 	now = now.Add(time.Minute)
-	if !c.take("cpu") {
-		t.Error("take after 10 minutes = false")
+	if s, ok = c.take("cpu", slots); !ok {
+		t.Fatal("take after 10 minutes = false")
 	}
-	c.record(api.Canary{GPUType: "cpu", Reason: "broken"})
-	now = now.Add(time.Minute)
-	if !c.take("cpu") {
-		t.Error("take a minute after a failure = false")
+	c.record(api.Canary{GPUType: "cpu", Slot: s.ID, Reason: "broken"}, 2)
+	if c.holds("cpu", 2) {
+		t.Error("holds after one of two slots failed: the other may be sound")
+	}
+	if s, ok = c.take("cpu", slots); !ok || s.ID != "cpu:1" {
+		t.Fatalf("take after a failure = %v, %v; want the untried cpu:1 at once", s.ID, ok)
+	}
+	c.record(api.Canary{GPUType: "cpu", Slot: "cpu:1", Reason: "broken"}, 2)
+	if !c.holds("cpu", 2) {
+		t.Error("holds after both slots failed = false")
 	}
 	if r := canaryReasons(c.list()); len(r) != 1 || !strings.Contains(r[0], "broken") {
 		t.Errorf("canaryReasons = %q, want the failure", r)
 	}
+	if _, ok := c.take("cpu", slots); ok {
+		t.Error("take right after every slot failed = true, want a minute's wait")
+	}
+	now = now.Add(time.Minute)
+	if _, ok := c.take("cpu", slots); !ok {
+		t.Error("take a minute after the last failure = false")
+	}
+	c.record(api.Canary{GPUType: "cpu", Slot: "cpu:0", OK: true}, 2)
+	if c.holds("cpu", 2) || len(canaryReasons(c.list())) != 0 {
+		t.Error("still held or unready after a pass")
+	}
+	c.expect("H100")
+	c.unusable("H100") // every slot drained: not waited for
+	if r := canaryReasons(c.list()); len(r) != 0 {
+		t.Errorf("canaryReasons with a drained type = %q, want none", r)
+	}
 	var off *canaries
-	if off.take("cpu") || off.list() != nil {
-		t.Error("a nil canaries takes or lists")
+	if _, ok := off.take("cpu", slots); ok || off.list() != nil || off.holds("cpu", 1) {
+		t.Error("a nil canaries takes, lists or holds")
 	}
 }
 

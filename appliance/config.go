@@ -427,8 +427,8 @@ func (c *Config) Validate() error {
 	if c.CPUSlots < 0 || c.CPUSlots > 256 {
 		bad("cpu_slots", "want 0 to 256, got %d", c.CPUSlots)
 	}
-	if c.Canary < 0 || (c.Canary > 0 && c.Canary < 10*time.Second) {
-		bad("canary", "want 0 (off) or at least 10s, like 10m, got %s", c.Canary)
+	if c.Canary < 0 || (c.Canary > 0 && c.Canary < time.Minute) {
+		bad("canary", "want 0 (off) or at least 1m, like 10m, got %s (one canary takes seconds to tens of seconds)", c.Canary)
 	}
 	if c.Grace < 0 {
 		bad("grace", "must not be negative")

@@ -236,7 +236,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 
 // slotStates are a slot's states (api.SlotState), each a series of
 // kernelbox_slots.
-var slotStates = []string{"idle", "running", "drained"}
+var slotStates = []string{"idle", "running", "canary", "drained"}
 
 // queueStates are the states of an unfinished job, each a series of
 // kernelbox_queue_jobs.

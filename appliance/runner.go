@@ -404,13 +404,17 @@ func (r *runner) dispatch(slots []Slot) {
 				free = append(free, s)
 			}
 		}
-		if len(free) > 0 && r.exec == nil && r.canary.take(slots[0].GPUType) {
-			r.busy.Store(free[0].ID, canaryJob)
-			r.startCanary(log, free[0])
-			continue
+		if r.exec == nil && usable == 0 {
+			r.canary.unusable(slots[0].GPUType)
+		} else if r.exec == nil {
+			if s, ok := r.canary.take(slots[0].GPUType, free); ok {
+				r.busy.Store(s.ID, canaryJob)
+				r.startCanary(log, s, usable)
+				continue
+			}
 		}
 		err := queue.ErrNoJob
-		if r.exec == nil && r.canary.holds(slots[0].GPUType) {
+		if r.exec == nil && r.canary.holds(slots[0].GPUType, usable) {
 			// The type's last canary failed, or its first has not ended: a
 			// run now would likely fail the same way and spend one of its
 			// attempts. Its jobs wait in the queue until a canary passes.

@@ -131,8 +131,11 @@ parse_unit() {
 			unit_timeout_stop=${BASH_REMATCH[1]}
 			;;
 		# Known and not emulated, and why (docs/packaging.md):
-		# Delegate: no systemd makes the unit's cgroup here; the runs'
-		# cgroups are made at an absolute path either way.
+		# Delegate: no systemd makes (and marks delegated) the unit's
+		# cgroup here, so the daemon takes its fallback parent; the check
+		# names one of its own (cgroup_parent, below). Under systemd with
+		# cgroup v2 the runs go under the unit's cgroup instead: not
+		# exercised here (docs/packaging.md).
 		# Restart, RestartSec: nothing here crashes on purpose.
 		Delegate | Restart | RestartSec) unit_skipped+=("$key=$val") ;;
 		*) fail "unit: $key=$val is neither emulated nor known to this check: teach packaging/check-deb-unit.sh" ;;

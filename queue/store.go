@@ -113,7 +113,9 @@ func OpenDB(ctx context.Context, path string) (*sql.DB, error) {
 // ownerOnly makes the database file if it is missing and sets it and
 // the WAL and shared-memory files left beside it to 0600.
 func ownerOnly(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	// A link is followed, as SQLite follows it: an operator may have
+	// moved the database to another disk that way.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return err
 	}

@@ -187,6 +187,12 @@ func (r *Runtime) Run(ctx context.Context, s Spec) (*Result, error) {
 	if b := r.budget.CPUs; b > 0 && (s.Limits.CPUs == 0 || s.Limits.CPUs > b) {
 		s.Limits.CPUs = b
 	}
+	// A run's memory is never above what all runs share: one run that
+	// fills it is then killed at its own limit, its own verdict, and not
+	// at the budget, which reads as the box's failure and is retried.
+	if b := r.budget.Memory; b > 0 && (s.Limits.Memory == 0 || s.Limits.Memory > b) {
+		s.Limits.Memory = b
+	}
 	id := newID()
 	runDir := filepath.Join(r.root, "runs", id)
 	defer os.RemoveAll(runDir)
