@@ -105,6 +105,7 @@ func stopController(t *testing.T) {
 // sandbox off runs the submission, which passes and is shown to its
 // owner with why it is not ranked, and stays out of the ranking.
 func TestSlurm_Unsandboxed(t *testing.T) {
+	requireSlurm(t) // startCoordinatorWith serves the fake too: it does not ask
 	td := startCoordinatorWith(t, "sandbox: false\n")
 	td.loadQuick()
 	code, err := os.ReadFile(quickSolution("correct/double.py"))
