@@ -138,13 +138,7 @@ metric:
 // which need a whole daemon's runner.)
 func TestMetrics_EmptyQueue(t *testing.T) {
 	t.Parallel()
-	b := newRunnerBundle(t)
-	a, err := newAPI(b.svc, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(a.Handler())
-	t.Cleanup(srv.Close)
+	srv := apiServer(t)
 	families := scrape(t, srv.URL)
 	for _, class := range []string{"test", "ranked"} {
 		for _, state := range []string{"queued", "leased", "running"} {
@@ -156,10 +150,10 @@ func TestMetrics_EmptyQueue(t *testing.T) {
 	}
 }
 
-// TestMetrics_RootRoute: the web root's requests are labelled "/", the
-// path, not its pattern "/{$}".
-func TestMetrics_RootRoute(t *testing.T) {
-	t.Parallel()
+// apiServer serves a runner bundle's API (no runner started) on a test
+// listener.
+func apiServer(t *testing.T) *httptest.Server {
+	t.Helper()
 	b := newRunnerBundle(t)
 	a, err := newAPI(b.svc, testLogger(t))
 	if err != nil {
@@ -167,6 +161,14 @@ func TestMetrics_RootRoute(t *testing.T) {
 	}
 	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestMetrics_RootRoute: the web root's requests are labelled "/", the
+// path, not its pattern "/{$}".
+func TestMetrics_RootRoute(t *testing.T) {
+	t.Parallel()
+	srv := apiServer(t)
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := client.Get(srv.URL + "/")
 	if err != nil {
