@@ -46,11 +46,16 @@ func TestDaemon_OwnCgroups(t *testing.T) {
 		_, err := a.d.rt.Run(ctx, sandbox.Spec{Args: []string{"sleep", "60"}, Env: SandboxEnv(), Binds: sandbox.DefaultBinds(), Limits: l})
 		ran <- err
 	}()
+	// Wait for sleep itself: runc joins the run's cgroups one hierarchy
+	// at a time before it execs, so a process in one of them does not
+	// yet mean a parent in all of them (freezer and name=systemd come
+	// last on v1).
 	var live []string
 	waitFor(t, 20*time.Second, func() bool {
 		live = runCgroupsWithProcs(parentA)
-		return len(live) > 0
+		return len(live) > 0 && execed(live[0], "sleep")
 	})
+	live = runCgroupsWithProcs(parentA)
 	dirsA := cgroupDirs(parentA)
 	var dead []string
 	for _, d := range dirsA {
@@ -206,4 +211,18 @@ func runCgroupsWithProcs(parent string) []string {
 		}
 	}
 	return out
+}
+
+// execed says whether a process in the cgroup runs the named command.
+func execed(cgroup, comm string) bool {
+	procs, err := os.ReadFile(filepath.Join(cgroup, "cgroup.procs"))
+	if err != nil {
+		return false
+	}
+	for _, pid := range strings.Fields(string(procs)) {
+		if c, err := os.ReadFile(filepath.Join("/proc", pid, "comm")); err == nil && strings.TrimSpace(string(c)) == comm {
+			return true
+		}
+	}
+	return false
 }
