@@ -13,11 +13,13 @@ the worker (cuIpcGetMemHandle): the judge reads outputs there itself.
 """
 
 import ctypes
+import errno
 import fcntl
 import json
 import mmap
 import os
 import socket
+import time
 
 # The largest message; layouts are small, tensors never travel inline.
 MAX_MESSAGE = 1 << 20
@@ -25,6 +27,10 @@ MAX_MESSAGE = 1 << 20
 MAX_BYTES = 64 << 30
 ALIGN = 256
 SEALS = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
+# Linux 5.1's F_SEAL_FUTURE_WRITE (Python names it from 3.9 on some builds).
+F_SEAL_FUTURE_WRITE = getattr(fcntl, "F_SEAL_FUTURE_WRITE", 0x0010)
+FUTURE_SEALS = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | F_SEAL_FUTURE_WRITE
+SEAL_TRIES = 5
 DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
           "complex64", "complex128")
 
@@ -223,7 +229,27 @@ def fill_and_seal(fd, torch, tensors, metas):
     for t, m in zip(tensors, metas):
         if m["nbytes"]:
             os.pwrite(fd, memoryview(raw_bytes(torch, t).cpu().numpy()), m["offset"])
-    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS)
+    seal(fd)
+
+
+def seal(fd):
+    """Seal fd against every change. F_SEAL_WRITE fails with EBUSY while
+    any of the file's pages holds an extra reference, and a page just
+    written can sit in another CPU's LRU batch, which the kernel does not
+    drain for us (one run in five of a CPU case on a busy host): retried a
+    few times, then F_SEAL_FUTURE_WRITE, which refuses every later write
+    and writable mapping just the same and waits for no page. Neither side
+    keeps a writable mapping of what it hands over, so the two are alike
+    here."""
+    for _ in range(SEAL_TRIES):
+        try:
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS)
+            return
+        except OSError as e:
+            if e.errno != errno.EBUSY:
+                raise
+            time.sleep(0.001)
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, FUTURE_SEALS)
 
 
 def sealed_memfd(name, torch, tensors, metas, size):
@@ -243,7 +269,7 @@ def is_sealed(fd):
         seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
     except OSError:
         return False
-    return seals & SEALS == SEALS
+    return seals & SEALS == SEALS or seals & FUTURE_SEALS == FUTURE_SEALS
 
 
 def map_memfd(torch, fd, size):

@@ -89,6 +89,10 @@ class Worker:
                 elif op == "input":
                     reply, out_fds = self.inputs(msg, fds), ()
                 elif op == "call":
+                    if "tensors" in msg:
+                        # The CPU's call brings its input: the worker sees
+                        # it only inside the timed window (CpuLink.timed).
+                        self.inputs(msg, fds)
                     reply, out_fds = self.call(msg)
                 elif op == "warm":
                     reply, out_fds = self.warm(msg), ()
@@ -129,9 +133,10 @@ class Worker:
             self.inp = None
 
     def inputs(self, msg, fds):
-        """The next call's input, set up before the call so that mapping
-        it costs nothing in the timed window: on the CPU a sealed memfd
-        mapped read-only, on CUDA views of the judge's input buffer."""
+        """The next call's input: on the CPU a sealed memfd mapped
+        read-only, which comes with the call itself; on CUDA views of the
+        judge's input buffer, set up before the window (the bytes they
+        show are written inside it)."""
         torch = self.torch
         metas, size = msg.get("tensors"), int(msg["size"])
         if self.dev == "cuda":
