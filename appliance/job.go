@@ -402,6 +402,9 @@ func (r *runner) evaluate(ctx context.Context, g gang, rc *store.RunContext, gat
 	if err != nil {
 		return nil, "", err
 	}
+	if why := rep.HarnessFault(); why != "" {
+		return nil, "", fmt.Errorf("the harness failed, not the submission: %s", why)
+	}
 	// The work directory goes when this returns: keep the report first.
 	name, err := r.keepProfile(rc.Run.ID, rep.Profile)
 	return rep, name, err

@@ -164,6 +164,20 @@ type Report struct {
 	Flags []Flag `json:"flags,omitempty"`
 }
 
+// HarnessFault is the reason of the first phase whose harness failed
+// through no fault of the submission (exit 115: the runtime, the
+// problem's reference or the judge itself broke), or "". Such a run says
+// nothing about the submission: a runner tries it again, never stores it
+// as the contestant's verdict.
+func (r *Report) HarnessFault() string {
+	for _, ph := range r.Phases {
+		if ph.ExitCode == ExitHarness && !ph.Passed {
+			return fmt.Sprintf("%s phase: %s", ph.Name, ph.Reason)
+		}
+	}
+	return ""
+}
+
 // Flag is one suspicion about a run's timings.
 type Flag struct {
 	Rule    string `json:"rule"`

@@ -132,6 +132,38 @@ func TestHarness_BrokenReferenceIsExit115(t *testing.T) {
 	}
 }
 
+func TestHarness_JudgeFailureIsExit115(t *testing.T) {
+	t.Parallel()
+	// The reference breaking mid-run, after the worker is up, is no more
+	// the submission's fault than one that cannot import: exit 115, which
+	// a runner tries again (Report.HarnessFault), never a wrong result.
+	dir := libraryCopy(t, "vectoradd")
+	ref := filepath.Join(dir, "reference.py")
+	src, err := os.ReadFile(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src = append(src, []byte(`
+_generate = generate_input
+
+
+def generate_input(**case):
+    if case.get("seed") == 4242:
+        raise RuntimeError("the reference broke")
+    return _generate(**case)
+`)...)
+	if err := os.WriteFile(ref, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep := evalFile(t, dir, problems.ModeTest, filepath.Join(dir, "templates", "torch.py"), nil)
+	if rep.Passed || rep.Phases[0].ExitCode != problems.ExitHarness || !strings.Contains(rep.Reason, "the reference broke") {
+		t.Errorf("Passed %v, exit %d, reason %q; want exit %d naming the reference's error", rep.Passed, rep.Phases[0].ExitCode, rep.Reason, problems.ExitHarness)
+	}
+	if rep.HarnessFault() == "" {
+		t.Errorf("HarnessFault() is empty for a run whose judge failed")
+	}
+}
+
 func TestHarness_SecretSeedIsHidden(t *testing.T) {
 	t.Parallel()
 	seed := int64(123456789)

@@ -19,6 +19,11 @@ for line in open(cases_file):
 sys.path.insert(0, os.getcwd())
 import submission  # noqa: E402
 
+if getattr(submission, "HARNESS_FAULT", False):
+    # The harness's own failure (exit 115), as the judge reports one.
+    out.write("check: fail\nerror: the judge failed (not the submission)\n")
+    sys.exit(115)
+
 time.sleep(float(getattr(submission, "SLEEP", 0)))
 ok = True
 kind = "test" if mode == "test" else "benchmark"

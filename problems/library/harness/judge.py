@@ -336,7 +336,13 @@ class Judge:
         return data, expected_of(self.kb, self.ref, data)
 
     def judge(self, data, expected, out):
-        ok, msg = verdict(self.kb, self.torch, self.ref, data, expected, out)
+        try:
+            ok, msg = verdict(self.kb, self.torch, self.ref, data, expected, out)
+        except Exception as e:  # noqa: BLE001 - the problem's check, on the submission's output
+            # The output reached the check (plain tensors, like the
+            # reference's where it gives one) and the check could not take
+            # it: a KernelBot-style check sees the output unvetted.
+            return f"the problem's check raised {type(e).__name__} on this output: {e}"[:2000]
         return "" if ok else (msg or "wrong result")
 
     # --------------------------------------------------------------- jobs
@@ -350,12 +356,16 @@ class Judge:
             data, expected = self.draw(case)
         except TypeError as e:
             return {"error": f"generate_input({wire_case(case)}): {e}", "bad_case": True}
+        except Exception as e:  # noqa: BLE001 - the problem's reference broke
+            raise JudgeFailed(e) from e
         try:
             return self.run(kind, case, data, expected)
         except (WorkerDied, KeyboardInterrupt):
             raise
         except Exception as e:  # noqa: BLE001 - the reference or the judge itself broke
-            return {"error": "the judge failed: " + "".join(traceback.format_exception(type(e), e, e.__traceback__))[-4000:]}
+            # Never the contestant's verdict: the run is the box's failure
+            # (exit 115), which the runner tries again.
+            raise JudgeFailed(e) from e
 
     def run(self, kind, case, data, expected):
         if kind == "test":
@@ -472,6 +482,15 @@ class Judge:
             p.stop()
         for p in peers:
             p.reap()
+
+
+class JudgeFailed(WorkerDied):
+    """The judge itself (or the problem's reference) broke while judging:
+    the box's fault, reported with exit 115 and its traceback."""
+
+    def __init__(self, e):
+        tb = "".join(traceback.format_exception(type(e), e, e.__traceback__))[-4000:]
+        super().__init__(f"the judge failed (not the submission): {type(e).__name__}: {e}\n{tb}", setup=True)
 
 
 def wire_case(case):
