@@ -188,6 +188,12 @@ type Flag struct {
 const (
 	// FlagPhysicsFloor: a benchmark's mean under its physics floor.
 	FlagPhysicsFloor = "PHYSICS_FLOOR"
+	// The judge's own (judge.py): a net time at or below zero, timed calls
+	// that replied after the head start ran out, the clock's offset after
+	// the run away from the one before it.
+	FlagNetNonPositive = "NET_NONPOSITIVE"
+	FlagLateReplies    = "LATE_REPLIES"
+	FlagClockDrift     = "CLOCK_DRIFT"
 )
 
 // Materialize writes the task's files into dir, the submission in place of
@@ -417,6 +423,7 @@ func record(opts EvalOptions, rep *Report, s phase, ph Phase) (done bool) {
 		opts.OnPhase(ph)
 	}
 	if ph.Result != nil {
+		rep.Flags = append(rep.Flags, ph.Result.Flags...)
 		if s.name == "test" {
 			rep.Tests = ph.Result.Tests
 		} else {

@@ -90,10 +90,17 @@ type Result struct {
 	Tests      []TestResult      `json:"tests,omitempty"`
 	BenchCount int               `json:"benchmark_count,omitempty"`
 	Benchmarks []BenchmarkResult `json:"benchmarks,omitempty"`
+	// Flags are the judge's suspicions about the timings ("flag.N: RULE
+	// message"): a net time at or below zero, late replies, the clock's
+	// offset drifting over the run.
+	Flags []Flag `json:"flags,omitempty"`
 	// Extra keeps keys this parser does not model (system info, a harness's
 	// own additions), so nothing the harness said is lost.
 	Extra map[string]string `json:"extra,omitempty"`
 }
+
+// maxFlags bounds the flags one result stream may carry.
+const maxFlags = 100
 
 // Protocol limits: the stream comes from a process that runs alongside user
 // code, so it is bounded like any untrusted input.
@@ -157,6 +164,16 @@ func (res *Result) set(tests map[int]*TestResult, benches map[int]*BenchmarkResu
 		return err
 	}
 	kind, rest, _ := strings.Cut(key, ".")
+	if kind == "flag" {
+		rule, msg, _ := strings.Cut(value, " ")
+		if rule == "" {
+			return fmt.Errorf("key %q: a flag names its rule first", key)
+		}
+		if len(res.Flags) < maxFlags {
+			res.Flags = append(res.Flags, Flag{Rule: rule, Message: unescape(msg)})
+		}
+		return nil
+	}
 	idxText, field, ok := strings.Cut(rest, ".")
 	if (kind != "test" && kind != "benchmark") || !ok {
 		res.extra(key, value)
@@ -201,7 +218,8 @@ func (res *Result) setTest(t *TestResult, key, field, value string) {
 
 // setBenchmark sets one field of a benchmark's result
 // (benchmark.N.FIELD): counts are non-negative integers, times finite
-// non-negative ns.
+// non-negative ns, except that the best and worst net times of the
+// judge's CUDA clock may fall below zero (the judge flags them).
 func (res *Result) setBenchmark(b *BenchmarkResult, key, field, value string) error {
 	var dst *float64
 	switch field {
@@ -238,7 +256,7 @@ func (res *Result) setBenchmark(b *BenchmarkResult, key, field, value string) er
 	}
 	if dst != nil {
 		f, err := strconv.ParseFloat(value, 64)
-		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || (f < 0 && field != "best" && field != "worst") {
 			return fmt.Errorf("key %q: must be a finite non-negative number of ns, got %q", key, truncate(value, 40))
 		}
 		*dst = f

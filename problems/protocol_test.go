@@ -62,6 +62,8 @@ func TestParseResult_Malformed(t *testing.T) {
 		"bad count":      "test-count: -1\n",
 		"too long line":  "check: " + strings.Repeat("x", maxResultLine+1) + "\n",
 		"inf best value": "benchmark.1.best: +Inf\n",
+		"negative std":   "benchmark.0.std: -1\n",
+		"flag no rule":   "flag.0: \n",
 	} {
 		if _, err := ParseResult(strings.NewReader(in)); err == nil || !errors.Is(err, ErrProtocol) {
 			t.Errorf("ParseResult(%s) = %v, want an ErrProtocol error", name, err)
@@ -201,4 +203,25 @@ func FuzzParseCases(f *testing.F) {
 			t.Fatalf("round trip (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// TestParseResult_Flags: the judge's flag lines become the result's
+// flags, and a net time below zero is a best time, not a broken stream.
+func TestParseResult_Flags(t *testing.T) {
+	t.Parallel()
+	in := "benchmark.0.mean: 1200\nbenchmark.0.best: -300\n" +
+		"flag.0: NET_NONPOSITIVE n: 1: 1 of 30 net times at or below zero\n" +
+		"flag.1: CLOCK_DRIFT the offset was 300000 ns\\nthen 360000 ns\n"
+	res, err := ParseResult(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Flag{{Rule: FlagNetNonPositive, Message: "n: 1: 1 of 30 net times at or below zero"},
+		{Rule: FlagClockDrift, Message: "the offset was 300000 ns\nthen 360000 ns"}}
+	if diff := cmp.Diff(want, res.Flags); diff != "" {
+		t.Errorf("flags (-want +got):\n%s", diff)
+	}
+	if res.Benchmarks[0].Best != -300 {
+		t.Errorf("best = %v, want -300", res.Benchmarks[0].Best)
+	}
 }

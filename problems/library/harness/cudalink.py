@@ -7,13 +7,23 @@ S, calls custom_kernel and records its done event D; the judge then
 queues a wait for D, Tb and the capture of the output while the GPU is
 still in the head start, so Tb marks the moment the worker's last work on
 its stream ended, and the capture happens before the worker can know
-whether it will be checked. A call whose reply came after Ta had run (the
-host was late) is timed again with a longer head start, which comes back
-down once replies are quick again. Ta to Tb also holds a fixed cost, two
-switches between the processes' contexts (~290 us on the H200): every
-timed call is paired with a call of a null worker of ours (no submission
-in it) timed the same way, and the trimmed mean of those is taken off
-every time.
+whether it will be checked.
+
+A call whose reply came after Ta had run (the host was late) keeps its
+time, which holds the wait and so only ever grows: it is never timed
+again on the same input (a submission late on purpose once replayed its
+first answer to a retry, 0.58x). The head start doubles, and comes back
+down once replies are quick again; the judge flags a benchmark with many
+late calls and fails one with most of them as the box's (Judge.late).
+
+Ta to Tb also holds a fixed cost, two switches between the processes'
+contexts (~290-350 us on H100 and H200). A null worker of ours (no
+submission in it, its own start event) is timed the same way before the
+submission is imported, and the trimmed mean of those times is taken off
+every time; it is timed again once the worker is gone, and a drift
+between the two is flagged (Judge.close). Null calls interleaved with the
+submission's, as before, could be slowed by work the submission left on
+the GPU, which made every net time smaller (0.78x).
 """
 
 import ctypes
@@ -22,14 +32,13 @@ import time
 import wire
 from wire import WorkerDied
 
-# CUDA: the first head start, the longest, and how often a late call is
-# timed again before its late time counts (a late time only ever grows).
+# CUDA: the first head start and the longest.
 HEAD_START_NS = 500_000
 HEAD_START_MAX_NS = 20_000_000
-LATE_RETRIES = 2
 # A reply this many times quicker than the head start halves it.
 HEAD_START_SLACK = 4
-# Null calls at start-up, to warm the null worker and report the cost.
+# Null calls before the submission is imported (the offset) and after its
+# worker is gone (the recheck).
 CALIBRATION_CALLS = 31
 # The share of null times cut from each end before their mean is taken:
 # a rare hiccup of the host must not move the offset.
@@ -67,8 +76,11 @@ class CudaLink:
         self.drv = wire.Driver()
         torch.empty(1, device="cuda")
         judge.peer.done = self.event_of(hello)
+        # Each worker its own start event: the submission's could record
+        # a shared one and move the null worker's start.
         self.start = torch.cuda.Event(interprocess=True)
         self.start_handle = bytes(self.start.ipc_handle()).hex()
+        self.null_start = torch.cuda.Event(interprocess=True)
         self.ta, self.tb = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         self.inp, self.cap = None, 0  # (ptr, flat) of the worker's shared input
         self.segments = {}  # a worker's handle -> (ptr here, size)
@@ -80,8 +92,8 @@ class CudaLink:
         self.sleep = getattr(torch.cuda, "_sleep", None)
         self.cycles_per_ns = self.calibrate()
         self.head_ns = HEAD_START_NS
-        self.late = self.retries = 0
-        self.nulls = []  # this benchmark's null times
+        self.late = self.calls = 0  # this benchmark's late calls, of its timed ones
+        self.nulls = []  # the null times before the submission was imported
         self.null, self.null_status = None, "off: no null worker"
         self.start_null(null)
 
@@ -105,7 +117,8 @@ class CudaLink:
             null.done = self.event_of(hello)
             ptr = self.drv.alloc(1 << 12)
             null.inp = (ptr, wire.device_bytes(torch, ptr, 1 << 12))
-            for msg in ({"op": "buffers", "input": {"handle": self.drv.export(ptr), "size": 1 << 12}, "start": self.start_handle},
+            start = bytes(self.null_start.ipc_handle()).hex()
+            for msg in ({"op": "buffers", "input": {"handle": self.drv.export(ptr), "size": 1 << 12}, "start": start},
                         {"op": "input", "data": {"t": 0}, "tensors": [{"dtype": "uint8", "shape": [256], "offset": 0, "nbytes": 256}], "size": 256}):
                 null.send(msg)
                 reply = null.recv()
@@ -113,23 +126,27 @@ class CudaLink:
                     raise WorkerDied(str(reply["error"])[-300:])
             null.private = torch.zeros(256, dtype=torch.uint8, device="cuda")
             self.null = null
-            times = []
-            for _ in range(3 * CALIBRATION_CALLS):
-                t = self.null_time()
-                if t is not None:
-                    times.append(t)
-                if len(times) == CALIBRATION_CALLS:
-                    break
-            self.nulls = []
-            if len(times) < CALIBRATION_CALLS // 2:
-                raise WorkerDied("the null worker's replies kept coming late")
-            times.sort()
-            n = len(times)
+            self.nulls = self.null_times()
+            n, times = len(self.nulls), self.nulls
             self.null_status = f"ok: at start median {times[n // 2]:.0f} ns, p10 {times[n // 10]:.0f}, p90 {times[(9 * n) // 10]:.0f}"
         except WorkerDied as e:
             self.null_status = f"off: {e}"
             self.null = None
             null.close()
+
+    def null_times(self):
+        """CALIBRATION_CALLS null calls' times, sorted; the box's failure
+        when too many of them came late."""
+        times = []
+        for _ in range(3 * CALIBRATION_CALLS):
+            t = self.null_time()
+            if t is not None:
+                times.append(t)
+            if len(times) == CALIBRATION_CALLS:
+                break
+        if len(times) < CALIBRATION_CALLS // 2:
+            raise WorkerDied("the null worker's replies kept coming late", setup=True)
+        return sorted(times)
 
     def null_time(self):
         """One call of the null worker, timed as a submission's call is;
@@ -145,21 +162,28 @@ class CudaLink:
             # (which halves it again once replies are quick).
             self.head_ns = min(2 * self.head_ns, HEAD_START_MAX_NS)
             return None
-        self.nulls.append(r["ns"])
         return r["ns"]
 
     def offset(self):
-        """The clock's fixed cost in this benchmark: the trimmed mean of
-        its null times, and their count."""
-        times = sorted(self.nulls)
-        cut = int(len(times) * TRIM)
-        kept = times[cut:len(times) - cut] or times
-        return (sum(kept) / len(kept) if kept else 0.0), len(times)
+        """The clock's fixed cost: the trimmed mean of the null times taken
+        before the submission was imported, and their count."""
+        return trimmed_mean(self.nulls), len(self.nulls)
+
+    def recheck(self):
+        """The null times again, once the submission's worker is gone:
+        (the offset now, "" or why it could not be measured)."""
+        if self.null is None:
+            return None, "off: no null worker"
+        try:
+            return trimmed_mean(self.null_times()), ""
+        except WorkerDied as e:
+            return None, str(e)
 
     def net(self, times, calls=1):
-        """Each window's time less the clock's cost, per call in it."""
+        """Each window's time less the clock's cost, per call in it. Never
+        clamped: a net time at or below zero is the judge's to flag."""
         off, _ = self.offset()
-        return [max(t - off, 0.0) / calls for t in times]
+        return [(t - off) / calls for t in times]
 
     # ---------------------------------------------------------------- timing
 
@@ -179,13 +203,12 @@ class CudaLink:
         return probe / ns if ns > 0 else 0.0
 
     def prepare(self):
-        self.late = self.retries = 0
-        self.nulls = []
+        self.late = self.calls = 0
 
     def report(self):
         off, n = self.offset()
-        return {"late": self.late, "retries": self.retries, "head_start_ns": self.head_ns, "l2_reset": self.l2_status or "ok",
-                "segments": len(self.segments), "offset": f"{self.null_status}; this benchmark {off:.0f} ns over {n} null calls"}
+        return {"late": self.late, "calls": self.calls, "head_start_ns": self.head_ns, "l2_reset": self.l2_status or "ok",
+                "segments": len(self.segments), "offset": f"{self.null_status}; {off:.0f} ns taken off, the trimmed mean of {n} null calls"}
 
     def reset_l2(self):
         """Undo what a call can leave persisting in L2 (lines marked
@@ -224,7 +247,7 @@ class CudaLink:
         return str(reply["error"]) if "error" in reply else ""
 
     def call(self, data):
-        return self.timed([data], False, retry=False)
+        return self.timed([data], False, counts=False)
 
     def lay_out(self, datas):
         """Each input's layout in the shared buffer, one after another:
@@ -242,13 +265,13 @@ class CudaLink:
             base = wire.aligned(base + size)
         return parts, placed, base
 
-    def timed(self, datas, selftime, retry=True):
+    def timed(self, datas, selftime, counts=True):
         """The submission called once on each of datas, one after another
-        in one window, timed (gross: net() takes the clock's cost off) and
-        paired with a null call when retry is set, that is, when the time
-        counts. r["outs"] holds each call's output as captured at Tb."""
+        in one window, timed (gross: net() takes the clock's cost off).
+        counts: the time is a benchmark's (late calls are counted).
+        r["outs"] holds each call's output as captured at Tb."""
         torch = self.torch
-        if retry and self.null is None:
+        if counts and self.null is None:
             # The box's failure, never the submission's: no made-up time.
             raise WorkerDied(f"the judge cannot time calls on this GPU: its null worker is {self.null_status}", setup=True)
         parts, placed, size = self.lay_out(datas)
@@ -268,21 +291,17 @@ class CudaLink:
         if "error" in reply:
             return {"error": str(reply["error"])}
         msg = {"op": "call", "selftime": selftime and len(parts) == 1, "batch": len(parts) > 1}
-        for attempt in range(LATE_RETRIES + 1 if retry else 1):
-            r = self.once(msg, private, size, j.peer, self.inp[1], len(parts))
-            if "error" in r or not r.pop("late"):
-                break
-            if attempt < LATE_RETRIES:
-                self.retries += 1
-                self.head_ns = min(2 * self.head_ns, HEAD_START_MAX_NS)
-            else:
-                self.late += 1
-        if "error" not in r and not torch.equal(self.inp[1][:size], private[:size]):
+        r = self.once(msg, private, size, j.peer, self.inp[1], len(parts))
+        if "error" in r:
+            return r
+        if r.pop("late"):
+            # Its time holds the wait and stands; the next call gets a
+            # longer head start.
+            self.head_ns = min(2 * self.head_ns, HEAD_START_MAX_NS)
+            self.late += counts
+        self.calls += counts
+        if not torch.equal(self.inp[1][:size], private[:size]):
             r["misuse"] = "custom_kernel modified its input; inputs must be left as they were"
-        if "error" not in r and retry:
-            for _ in range(LATE_RETRIES + 1):
-                if self.null_time() is not None:
-                    break
         return r
 
     def once(self, msg, private, size, peer, inp, calls=1):
@@ -301,7 +320,7 @@ class CudaLink:
         inp[:size].copy_(private[:size])
         self.flush_buf.zero_()
         self.ta.record()
-        self.start.record()
+        (self.start if peer is self.j.peer else self.null_start).record()
         sent = time.perf_counter_ns()
         peer.send(msg)
         reply = peer.recv()
@@ -374,3 +393,12 @@ class CudaLink:
             ptr = self.drv.open(handle)
             seg = self.segments[handle] = (ptr, self.drv.extent(ptr))
         return seg
+
+
+def trimmed_mean(times):
+    """The mean of times with TRIM of them cut from each end: a rare
+    hiccup of the host must not move the offset."""
+    times = sorted(times)
+    cut = int(len(times) * TRIM)
+    kept = times[cut:len(times) - cut] or times
+    return sum(kept) / len(kept) if kept else 0.0

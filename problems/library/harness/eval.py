@@ -75,10 +75,16 @@ class Popcorn:
 
     def __init__(self, fd: int):
         self.file = os.fdopen(fd, "w", buffering=1, closefd=True)
+        self.flags = 0
 
     def log(self, key, value):
         self.file.write(f"{key}: {escape(value)}\n")
         self.file.flush()
+
+    def flag(self, rule, message):
+        """One suspicion about the run's timings, for the organisers."""
+        self.log(f"flag.{self.flags}", f"{rule} {message}")
+        self.flags += 1
 
 
 def open_popcorn():
@@ -911,7 +917,10 @@ def run_benchmarks(out: Popcorn, pool: Pool, cases, kind: str) -> int:
             out.log(f"benchmark.{i}.report", base64.b64encode(reply["report"].encode()).decode())
             continue
         times = reply.get("times")
-        if not (isinstance(times, list) and times and all(isinstance(t, (int, float)) and math.isfinite(t) and t >= 0 for t in times)):
+        # A net time may fall at or below zero (the judge flags it); the
+        # mean may not, which the judge refuses as unstable timing.
+        if not (isinstance(times, list) and times and all(isinstance(t, (int, float)) and math.isfinite(t) for t in times)
+                and sum(times) > 0):
             out.log(f"benchmark.{i}.status", "fail")
             out.log(f"benchmark.{i}.error", "the submission's process sent no valid times")
             out.log("check", "fail")
@@ -919,13 +928,13 @@ def run_benchmarks(out: Popcorn, pool: Pool, cases, kind: str) -> int:
         s = stats(times)
         for key in ("runs", "mean", "std", "err", "best", "worst"):
             out.log(f"benchmark.{i}.{key}", s[key] if key == "runs" else f"{s[key]:.3f}")
-        # The judge's CUDA clock: calls timed again because the worker's
-        # reply came after the head start had run out (retries), calls
-        # whose late time counted (late), the head start reached, and
+        # The judge's CUDA clock: timed calls (windows) whose reply came
+        # after the head start had run out, their time counting (late), of
+        # all (calls), the head start reached, and
         # (KERNELBOX_JUDGE_SELFTIME) the worker's own event times, to
         # measure the judge's error; calls to a window (batch), the median
         # of calls alone, and why windows were not believed.
-        for key, name in (("retries", "retries"), ("late", "late"), ("head_start_ns", "head_start"), ("worker_mean", "worker_mean"),
+        for key, name in (("late", "late"), ("calls", "calls"), ("head_start_ns", "head_start"), ("worker_mean", "worker_mean"),
                           ("segments", "segments"), ("batch", "batch"), ("alone_median", "alone_median")):
             v = reply.get(key)
             if isinstance(v, (int, float)) and math.isfinite(v):
@@ -1097,6 +1106,8 @@ def main(argv) -> int:
     finally:
         t0 = time.perf_counter_ns()
         pool.close()
+        for rule, message in getattr(pool, "flags", ()):
+            out.flag(rule, message)
         if isinstance(pool, Judge) and pool.go_at is not None:
             out.log("judge-close", time.perf_counter_ns() - t0)
             global JUDGED

@@ -63,6 +63,17 @@ FUSE_NS = 6_000
 TARGET_REL_ERR = 0.001
 # Untimed calls after the first checked one: JIT compilation and caches.
 WARM_S = 0.05
+# CUDA, late replies (cudalink.py): a benchmark more than LATE_FLAG_SHARE
+# of whose timed calls replied after the head start ran out is flagged;
+# more than LATE_FAIL_SHARE, and its times hold more host than GPU: the
+# box's failure, "timing unstable on this GPU".
+LATE_FLAG_SHARE = 0.1
+LATE_FAIL_SHARE = 0.5
+# The null offset measured again after the worker is gone may differ from
+# the one taken off every time by DRIFT_SHARE of it and DRIFT_NS before the
+# run is flagged: beyond that, every net time of the run is off by as much.
+DRIFT_SHARE = 0.1
+DRIFT_NS = 20_000
 
 
 def limits_for(dev: str, kind: str):
@@ -239,6 +250,10 @@ class Judge:
         self.peer = None
         self.broken = None
         self.go_at = None  # perf_counter_ns when the gate opened
+        # (rule, message) of what the run's timings give away, for the
+        # organisers; eval.py writes them as flag.N lines.
+        self.flags = []
+        self.timed_any = False
         try:
             self.start(go, preload, standby)
         except WorkerDied as e:
@@ -410,7 +425,49 @@ class Judge:
         reply = {"times": self.link.net(times), **reply, **self.link.report()}
         if own:
             reply["worker_mean"] = sum(own) / len(own)
+        self.timed_any = True
+        self.check_timing(case, reply)
         return reply
+
+    def check_timing(self, case, reply):
+        """Flag what a benchmark's times give away, or raise when they
+        cannot be trusted: the box's failure (exit 115), which the runner
+        tries again, never a score."""
+        where = wire_case(case)
+        times = reply["times"]
+        late, calls = reply.get("late", 0), reply.get("calls", 0)
+        if calls and late > LATE_FAIL_SHARE * calls:
+            raise WorkerDied(f"timing unstable on this GPU: {late} of {calls} timed calls replied after the head start "
+                             f"({reply.get('head_start_ns', 0) / 1e6:.1f} ms) had run out ({where})", setup=True)
+        mean = sum(times) / len(times)
+        if mean <= 0:
+            raise WorkerDied(f"timing unstable on this GPU: the calls' mean time net of the clock's offset is {mean:.0f} ns, "
+                             f"at or below zero ({where}; {reply.get('offset', '')})", setup=True)
+        low = sum(1 for t in times if t <= 0)
+        if low:
+            # Never clamped to 0, which made a faster mean; the organisers
+            # see it.
+            self.flags.append(("NET_NONPOSITIVE", f"{where}: {low} of {len(times)} net times at or below zero, "
+                                                  f"within the clock's error of its offset ({reply.get('offset', '')})"))
+        if calls and late > max(1, LATE_FLAG_SHARE * calls):
+            self.flags.append(("LATE_REPLIES", f"{where}: {late} of {calls} timed calls replied after the head start had run out; "
+                                               "their times hold the wait"))
+
+    def recheck_clock(self):
+        """Once the worker is gone: the null offset again, flagged when it
+        drifted from the one every time of the run was netted with."""
+        recheck = getattr(self.link, "recheck", None) if self.timed_any else None
+        if recheck is None:
+            return
+        before, _ = self.link.offset()
+        after, why = recheck()
+        if after is None:
+            self.flags.append(("CLOCK_DRIFT", f"the clock's offset could not be measured again after the run: {why}"))
+            return
+        self.offset_after = after
+        if abs(after - before) > max(DRIFT_SHARE * before, DRIFT_NS):
+            self.flags.append(("CLOCK_DRIFT", f"the clock's offset was {before:.0f} ns before the submission was imported and "
+                                              f"{after:.0f} ns after its worker was gone: every net time is off by about the difference"))
 
     def alone(self, kind, case, data, expected, n, times, own, limits, least):
         """Up to n calls timed one to a window, into times: (a failure or
@@ -476,12 +533,21 @@ class Judge:
         return {**out, "times": per_call}
 
     def close(self):
-        # Both stop at once: each tears its CUDA context down as it exits.
-        peers = [p for p in (self.peer, getattr(getattr(self, "link", None), "null", None)) if p is not None]
-        for p in peers:
-            p.stop()
-        for p in peers:
-            p.reap()
+        """Stop the worker, then measure the clock's offset again with the
+        null worker (the submission is gone: nothing of it can slow the
+        null calls), then stop that."""
+        null = getattr(getattr(self, "link", None), "null", None)
+        if self.peer is not None:
+            self.peer.stop()
+            self.peer.reap()
+        if null is not None:
+            try:
+                self.recheck_clock()
+            except Exception as e:  # noqa: BLE001 - the run's results are written: say it, do not lose them
+                self.flags.append(("CLOCK_DRIFT", f"the clock's offset could not be measured again after the run: {e}"))
+            finally:
+                null.stop()
+                null.reap()
 
 
 class JudgeFailed(WorkerDied):

@@ -211,5 +211,61 @@ class WindowTest(unittest.TestCase):
         self.assertFalse(judge.enough(steady, 10, 60, time.perf_counter(), least=judge.MIN_WINDOWS))
 
 
+class TimingTrustTest(unittest.TestCase):
+    """What the judge does with times it cannot fully trust
+    (Judge.check_timing, Judge.recheck_clock); the CUDA clock that
+    produces them needs a GPU (bench/gpu-service.sh)."""
+
+    def judge_with(self, before=300_000.0, after=None, why=""):
+        class Link:
+            def offset(self):
+                return before, 31
+
+            def recheck(self):
+                return after, why
+
+        j = object.__new__(judge.Judge)
+        j.link, j.flags, j.timed_any = Link(), [], True
+        return j
+
+    def test_honest_times_pass_unflagged(self):
+        j = self.judge_with()
+        j.check_timing({"n": 1}, {"times": [40_000.0, 41_000.0], "late": 1, "calls": 40})
+        self.assertEqual(j.flags, [])
+
+    def test_net_at_or_below_zero_is_flagged_not_clamped(self):
+        j = self.judge_with()
+        reply = {"times": [-2_000.0, 5_000.0, 6_000.0], "late": 0, "calls": 3}
+        j.check_timing({"n": 1}, reply)
+        self.assertEqual(reply["times"][0], -2_000.0)
+        self.assertEqual([r for r, _ in j.flags], ["NET_NONPOSITIVE"])
+
+    def test_mean_at_or_below_zero_is_the_box_failure(self):
+        j = self.judge_with()
+        with self.assertRaises(judge.WorkerDied) as e:
+            j.check_timing({"n": 1}, {"times": [-2_000.0, 1_000.0], "late": 0, "calls": 2})
+        self.assertTrue(e.exception.setup)
+        self.assertIn("timing unstable on this GPU", str(e.exception))
+
+    def test_late_replies_flag_then_fail(self):
+        j = self.judge_with()
+        j.check_timing({"n": 1}, {"times": [40_000.0], "late": 6, "calls": 40})
+        self.assertEqual([r for r, _ in j.flags], ["LATE_REPLIES"])
+        with self.assertRaises(judge.WorkerDied) as e:
+            j.check_timing({"n": 1}, {"times": [40_000.0], "late": 21, "calls": 40})
+        self.assertTrue(e.exception.setup)
+        self.assertIn("21 of 40 timed calls replied after the head start", str(e.exception))
+
+    def test_clock_drift(self):
+        for after, flagged in ((305_000.0, False), (280_000.0, False), (345_000.0, True), (None, True)):
+            j = self.judge_with(after=after, why="the null worker failed")
+            j.recheck_clock()
+            self.assertEqual([r for r, _ in j.flags], ["CLOCK_DRIFT"] if flagged else [], after)
+        j = self.judge_with(after=400_000.0)
+        j.timed_any = False  # nothing was netted with the offset
+        j.recheck_clock()
+        self.assertEqual(j.flags, [])
+
+
 if __name__ == "__main__":
     unittest.main()
