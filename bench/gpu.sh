@@ -60,6 +60,8 @@ if scores:
 for spec, v in shapes.items():
     print(f"  {spec[:36]:36} n={len(v)} mean {statistics.mean(v):9.3f} us  CV {cv(v):5.2f} %")
 print(f"  not passed: {bad}")
+reviews = [f"{os.path.basename(f)}: {d.get('review')}" for f in files for d in [json.load(open(f))] if d.get("review")]
+print(f"  flagged for review: {len(reviews)} {' '.join(reviews)[:300]}")
 PY
 series() { # $1 name, $2 file, $3 mode, $4 count: one submission at a time
   : > "$out/runs/walls-$1.txt"
