@@ -536,7 +536,14 @@ class Judge:
         """Stop the worker, then measure the clock's offset again with the
         null worker (the submission is gone: nothing of it can slow the
         null calls), then stop that."""
-        null = getattr(getattr(self, "link", None), "null", None)
+        link = getattr(self, "link", None)
+        null = getattr(link, "null", None)
+        if null is not None:
+            # Let go of the worker's memory while the worker still has it.
+            try:
+                link.forget_segments()
+            except RuntimeError:
+                link.segments.clear()
         if self.peer is not None:
             self.peer.stop()
             self.peer.reap()
