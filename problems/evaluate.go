@@ -188,11 +188,9 @@ type Flag struct {
 const (
 	// FlagPhysicsFloor: a benchmark's mean under its physics floor.
 	FlagPhysicsFloor = "PHYSICS_FLOOR"
-	// The judge's own (judge.py): a net time at or below zero, timed calls
-	// that replied after the head start ran out, the clock's offset after
-	// the run away from the one before it.
+	// The judge's own (judge.py): a net time at or below zero, the clock's
+	// offset after the run away from the one before it.
 	FlagNetNonPositive = "NET_NONPOSITIVE"
-	FlagLateReplies    = "LATE_REPLIES"
 	FlagClockDrift     = "CLOCK_DRIFT"
 )
 

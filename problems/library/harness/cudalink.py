@@ -9,12 +9,12 @@ still in the head start, so Tb marks the moment the worker's last work on
 its stream ended, and the capture happens before the worker can know
 whether it will be checked.
 
-A call whose reply came after Ta had run (the host was late) keeps its
-time, which holds the wait and so only ever grows: it is never timed
-again on the same input (a submission late on purpose once replayed its
-first answer to a retry, 0.58x). The head start doubles, and comes back
-down once replies are quick again; the judge flags a benchmark with many
-late calls and fails one with most of them as the box's (Judge.late).
+A call whose reply came after Ta had run (the host was late, or
+custom_kernel waited for the GPU, which waits for S) keeps its time,
+which holds the wait and so only ever grows: it is never timed again on
+the same input (a submission late on purpose once replayed its first
+answer to a retry, 0.58x). The head start doubles, and comes back down
+once replies are quick again; the report counts the late calls.
 
 Ta to Tb also holds a fixed cost, two switches between the processes'
 contexts (~290-350 us on H100 and H200). A null worker of ours (no
@@ -27,6 +27,7 @@ the GPU, which made every net time smaller (0.78x).
 """
 
 import ctypes
+import math
 import time
 
 import wire
@@ -171,9 +172,12 @@ class CudaLink:
 
     def recheck(self):
         """The null times again, once the submission's worker is gone:
-        (the offset now, "" or why it could not be measured)."""
+        (the offset now, "" or why it could not be measured). With the
+        head start of the start-up calibration: a submission's late calls
+        may have left it at 20 ms."""
         if self.null is None:
             return None, "off: no null worker"
+        self.head_ns = HEAD_START_NS
         try:
             return trimmed_mean(self.null_times()), ""
         except WorkerDied as e:
@@ -248,6 +252,10 @@ class CudaLink:
 
     def call(self, data):
         return self.timed([data], False, counts=False)
+
+    def warm(self, seconds):
+        self.j.send({"op": "warm", "seconds": seconds})
+        return self.j.recv()
 
     def lay_out(self, datas):
         """Each input's layout in the shared buffer, one after another:
@@ -350,16 +358,21 @@ class CudaLink:
             # always quick.
             self.head_ns = max(self.head_ns // 2, HEAD_START_NS)
         r = {"ns": ns, "late": late, "outs": []}
-        for call, cap, x in zip(srcs, caps, replies):
-            if not all(torch.equal(c, s) for c, s in zip(cap, call)):
-                r["misuse"] = "the output changed after custom_kernel's stream said it was done"
-            r["outs"].append(wire.unflatten(x["out"], [c.view(getattr(torch, m["dtype"])).reshape(m["shape"]) if m["nbytes"] else
-                                                       torch.empty(m["shape"], dtype=getattr(torch, m["dtype"]), device="cuda")
-                                                       for c, m in zip(cap, x["tensors"])]))
+        try:
+            for call, cap, x in zip(srcs, caps, replies):
+                if not all(torch.equal(c, s) for c, s in zip(cap, call)):
+                    r["misuse"] = "the output changed after custom_kernel's stream said it was done"
+                r["outs"].append(wire.unflatten(x.get("out"), [c.view(getattr(torch, m["dtype"])).reshape(m["shape"]) if m["nbytes"] else
+                                                               torch.empty(m["shape"], dtype=getattr(torch, m["dtype"]), device="cuda")
+                                                               for c, m in zip(cap, x["tensors"])]))
+        except ValueError as e:
+            return {"error": f"the submission's process broke the protocol: {e}"}
         r["out"] = r["outs"][0]
         if msg.get("selftime"):
             peer.send({"op": "selftime"})
-            r["own"] = peer.recv().get("ns")
+            own = peer.recv().get("ns")
+            if isinstance(own, (int, float)) and not isinstance(own, bool) and math.isfinite(own):
+                r["own"] = own
         return r
 
     def sources(self, reply):

@@ -32,8 +32,9 @@ import threading
 import time
 import traceback
 
+import ranklink
 import wire
-from judge import Judge, WorkerDied, enough, expected_of, limits_for, plain_output, stats, verdict  # noqa: F401 (guarded names)
+from judge import Judge, WorkerDied, maybe_cuda, enough, expected_of, limits_for, plain_output, stats, verdict  # noqa: F401 (guarded names)
 
 EXIT_OK, EXIT_CUDA, EXIT_PIPE, EXIT_VALIDATION, EXIT_BAD_CASE, EXIT_TIMEOUT = 0, 110, 111, 112, 113, 114
 # Ours, beyond KernelBot's codes: the harness itself could not start (torch
@@ -830,9 +831,33 @@ class Gang:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+class JudgeRanks:
+    """A multi-GPU run's cases on the judge (ranklink.py): each gets a
+    judge over world_size ranks, started when a case first needs it."""
+
+    def __init__(self, gpus):
+        self.gpus, self.judge, self.flags = gpus, None, []
+        self.go_at = None
+
+    def ask(self, kind, case):
+        world = ranklink.world_of(case, self.gpus)
+        if isinstance(world, str):
+            return {"error": world, "bad_case": True}
+        if self.judge is None or self.judge.world != world:
+            self.close()
+            self.judge = Judge(world=world)
+        return self.judge.ask(kind, case)
+
+    def close(self):
+        if self.judge is not None:
+            self.judge.close()
+            self.flags += self.judge.flags
+            self.judge = None
+
+
 class Ranks:
-    """A multi-GPU run's cases: each gets a gang of its world_size, started
-    when a case first needs it."""
+    """A multi-GPU run's cases on CUDA, by the older path: each gets a gang
+    of its world_size, started when a case first needs it."""
 
     def __init__(self, gpus, check=True):
         self.gpus, self.check, self.gang = gpus, check, None
@@ -917,10 +942,12 @@ def run_benchmarks(out: Popcorn, pool: Pool, cases, kind: str) -> int:
             out.log(f"benchmark.{i}.report", base64.b64encode(reply["report"].encode()).decode())
             continue
         times = reply.get("times")
-        # A net time may fall at or below zero (the judge flags it); the
-        # mean may not, which the judge refuses as unstable timing.
-        if not (isinstance(times, list) and times and all(isinstance(t, (int, float)) and math.isfinite(t) for t in times)
-                and sum(times) > 0):
+        # The judge's net times may fall at or below zero (it flags them);
+        # their mean may not, which it refuses as unstable timing. The older
+        # path's times are the worker's own, and never below zero.
+        judged = isinstance(pool, (Judge, JudgeRanks))
+        if not (isinstance(times, list) and times and all(isinstance(t, (int, float)) and math.isfinite(t) and (judged or t >= 0)
+                                                          for t in times) and sum(times) > 0):
             out.log(f"benchmark.{i}.status", "fail")
             out.log(f"benchmark.{i}.error", "the submission's process sent no valid times")
             out.log("check", "fail")
@@ -1088,7 +1115,7 @@ def main(argv) -> int:
                 out.log(f"judge-{k}", v)
     else:
         try:
-            pool = Ranks(int(gpus), check=check)
+            pool = Ranks(int(gpus), check=check) if maybe_cuda() or not check else JudgeRanks(int(gpus))
         except ValueError:
             print(f"kernelbox harness: POPCORN_GPUS={gpus!r} is not an integer", file=sys.stderr)
             return EXIT_BAD_CASE
@@ -1105,9 +1132,15 @@ def main(argv) -> int:
         return EXIT_OK
     finally:
         t0 = time.perf_counter_ns()
-        pool.close()
-        for rule, message in getattr(pool, "flags", ()):
-            out.flag(rule, message)
+        try:
+            pool.close()
+        finally:
+            # Written even when closing broke: the run's flags are its own.
+            for rule, message in getattr(pool, "flags", ()):
+                out.flag(rule, message)
+        offsets = getattr(pool, "offsets", None)
+        if offsets:
+            out.log("judge-offset", f"{offsets[0]:.0f} ns before the submission, {offsets[1]:.0f} ns after its worker")
         if isinstance(pool, Judge) and pool.go_at is not None:
             out.log("judge-close", time.perf_counter_ns() - t0)
             global JUDGED

@@ -29,6 +29,7 @@ import sys
 import time
 import traceback
 
+import ranklink
 import wire
 from cudalink import CudaLink
 from wire import WorkerDied  # noqa: F401 - eval imports it from here
@@ -63,12 +64,6 @@ FUSE_NS = 6_000
 TARGET_REL_ERR = 0.001
 # Untimed calls after the first checked one: JIT compilation and caches.
 WARM_S = 0.05
-# CUDA, late replies (cudalink.py): a benchmark more than LATE_FLAG_SHARE
-# of whose timed calls replied after the head start ran out is flagged;
-# more than LATE_FAIL_SHARE, and its times hold more host than GPU: the
-# box's failure, "timing unstable on this GPU".
-LATE_FLAG_SHARE = 0.1
-LATE_FAIL_SHARE = 0.5
 # The null offset measured again after the worker is gone may differ from
 # the one taken off every time by DRIFT_SHARE of it and DRIFT_NS before the
 # run is flagged: beyond that, every net time of the run is off by as much.
@@ -166,11 +161,12 @@ def death(code) -> str:
 class Peer:
     """A worker process and the judge's end of its channel."""
 
-    def __init__(self, null=False, preload=False):
+    def __init__(self, null=False, preload=False, rank=None, world=None, store=None):
         mine, theirs = wire.Channel.pair()
         fd = theirs.fileno()
-        code = f"import worker; worker.main({fd}, null={null!r}, preload={preload!r})"
-        self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=(fd,), close_fds=True)
+        code = f"import worker; worker.main({fd}, null={null!r}, preload={preload!r}, rank={rank!r}, world={world!r}, store={store!r})"
+        env = None if world is None else dict(os.environ, **ranklink.RANK_ENV)
+        self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=(fd,), close_fds=True, env=env)
         theirs.close()
         self.chan, self.fds, self.dead, self.done = mine, [], "", None
         # CUDA, the null worker: its input buffer and what is copied there.
@@ -240,14 +236,16 @@ class Judge:
     as eval.Pool does. A failed start is raised by the first ask, so that
     it is reported as that case's failure."""
 
-    def __init__(self, go=lambda: None, preload=False, standby=False):
+    def __init__(self, go=lambda: None, preload=False, standby=False, world=None):
         """go blocks until the device is this run's (a warm start: the
         sandbox's gate); everything before it touches no device and runs
         no user code. With preload the worker also imports Triton before
         the go: time that a warm start hides, and a cold one would add.
         A standby's problem comes with the go: its reference is imported
-        after it."""
+        after it. With world, a multi-GPU problem's world_size ranks, a
+        worker each (ranklink.py)."""
         self.peer = None
+        self.world, self.ranks, self.rendezvous = world, [], None
         self.broken = None
         self.go_at = None  # perf_counter_ns when the gate opened
         # (rule, message) of what the run's timings give away, for the
@@ -260,10 +258,15 @@ class Judge:
             self.broken = e
 
     def start(self, go, preload, standby):
-        self.peer = Peer(preload=preload and maybe_cuda())
+        if self.world is not None:
+            self.rendezvous = ranklink.Rendezvous()
+            self.ranks = [Peer(rank=r, world=self.world, store=self.rendezvous.store) for r in range(self.world)]
+            self.peer = self.ranks[0]
+        else:
+            self.peer = Peer(preload=preload and maybe_cuda())
         # On CUDA, a worker of our own that runs no submission: the judge
         # measures its clock's fixed cost against it (CudaLink.calibrate).
-        null = Peer(null=True) if maybe_cuda() else None
+        null = Peer(null=True) if maybe_cuda() and self.world is None else None
         # The workers keep the run's compile caches (the submitter's, which
         # the worker can write); the judge compiles nothing, and the CUDA
         # driver's JIT cache is the one it could be handed code through.
@@ -298,7 +301,7 @@ class Judge:
                     null.close()
                 raise WorkerDied(f"the harness's own set-up failed: {type(e).__name__}: {e}", setup=True) from e
         self.torch, self.kb, self.ref = torch, kbutils, reference
-        for p in (self.peer, null):
+        for p in (self.ranks or [self.peer]) + [null]:
             if p is not None:
                 p.send({"op": "go"})
         # The run's directory is the worker's too, and it can write there:
@@ -312,14 +315,26 @@ class Judge:
             # context costs ~0.5 s, and these need not wait for each other.
             torch.empty(1, device="cuda")
         self.marks = {"cuda": time.perf_counter_ns() - self.go_at}
-        hello = self.recv()
+        for p in self.ranks or [self.peer]:
+            hello = p.recv()
+            if "fatal" in hello:
+                raise WorkerDied(str(hello["fatal"]), setup=True)
+            if hello.get("device") != self.dev:
+                raise WorkerDied(f"the worker sees device {hello.get('device')!r}, the judge {self.dev!r}", setup=True)
         self.marks["hello"] = time.perf_counter_ns() - self.go_at
-        if "fatal" in hello:
-            raise WorkerDied(str(hello["fatal"]), setup=True)
-        if hello.get("device") != self.dev:
-            raise WorkerDied(f"the worker sees device {hello.get('device')!r}, the judge {self.dev!r}", setup=True)
-        if self.dev == "cuda":
-            self.link = CudaLink(self, hello, null)
+        if self.world is not None:
+            if self.dev != "cpu":
+                raise WorkerDied("the judge times a multi-GPU problem's ranks on the CPU backend only", setup=True)
+            self.link = ranklink.RankLink(self, self.ranks, CpuLink(self))
+        elif self.dev == "cuda":
+            try:
+                self.link = CudaLink(self, hello, null)
+            except WorkerDied:
+                raise
+            except Exception as e:  # noqa: BLE001 - the driver, torch: the box's
+                if null is not None:
+                    null.close()
+                raise JudgeFailed(e) from e
         else:
             if null is not None:
                 null.close()
@@ -338,7 +353,7 @@ class Judge:
 
     @property
     def dead(self):
-        return self.peer.dead if self.peer is not None else ""
+        return next((p.dead for p in self.ranks or [self.peer] if p is not None and p.dead), "")
 
     # ------------------------------------------------------------- inputs
 
@@ -347,10 +362,23 @@ class Judge:
         here that nothing outside this process can know."""
         if fresh and case.get("seed") is not None:
             case = dict(case, seed=self.rng.getrandbits(62))
+        if self.world is not None:
+            # Every rank's input and expected output, from one seed.
+            datas = ranklink.rank_inputs(self.ref, case)
+            return datas, ranklink.ranks_expected(self.kb, self.ref, datas)
         data = self.ref.generate_input(**case)
         return data, expected_of(self.kb, self.ref, data)
 
     def judge(self, data, expected, out):
+        if self.world is not None:
+            for r, (d, e, o) in enumerate(zip(data, expected, out)):
+                msg = self.judge_one(d, e, o)
+                if msg:
+                    return f"rank {r}: {msg}"
+            return ""
+        return self.judge_one(data, expected, out)
+
+    def judge_one(self, data, expected, out):
         try:
             ok, msg = verdict(self.kb, self.torch, self.ref, data, expected, out)
         except Exception as e:  # noqa: BLE001 - the problem's check, on the submission's output
@@ -399,8 +427,7 @@ class Judge:
         msg = r.get("misuse") or self.judge(data, expected, r["out"])
         if msg:
             return {"error": msg}
-        self.send({"op": "warm", "seconds": WARM_S})
-        reply = self.recv()
+        reply = self.link.warm(WARM_S)
         if "error" in reply:
             return {"error": str(reply["error"])}
         self.link.prepare()
@@ -435,10 +462,12 @@ class Judge:
         tries again, never a score."""
         where = wire_case(case)
         times = reply["times"]
-        late, calls = reply.get("late", 0), reply.get("calls", 0)
-        if calls and late > LATE_FAIL_SHARE * calls:
-            raise WorkerDied(f"timing unstable on this GPU: {late} of {calls} timed calls replied after the head start "
-                             f"({reply.get('head_start_ns', 0) / 1e6:.1f} ms) had run out ({where})", setup=True)
+        if not times:
+            raise WorkerDied(f"the judge timed no call of {where} (KERNELBOX_BENCH_MAX_REPEATS?)", setup=True)
+        # Late calls (cudalink.py) are neither flagged nor failed: a late
+        # call's time holds the wait, so lateness only costs the
+        # submission, and an honest custom_kernel that waits for the GPU
+        # (.item(), a synchronize) is late every call.
         mean = sum(times) / len(times)
         if mean <= 0:
             raise WorkerDied(f"timing unstable on this GPU: the calls' mean time net of the clock's offset is {mean:.0f} ns, "
@@ -449,9 +478,6 @@ class Judge:
             # see it.
             self.flags.append(("NET_NONPOSITIVE", f"{where}: {low} of {len(times)} net times at or below zero, "
                                                   f"within the clock's error of its offset ({reply.get('offset', '')})"))
-        if calls and late > max(1, LATE_FLAG_SHARE * calls):
-            self.flags.append(("LATE_REPLIES", f"{where}: {late} of {calls} timed calls replied after the head start had run out; "
-                                               "their times hold the wait"))
 
     def recheck_clock(self):
         """Once the worker is gone: the null offset again, flagged when it
@@ -464,7 +490,7 @@ class Judge:
         if after is None:
             self.flags.append(("CLOCK_DRIFT", f"the clock's offset could not be measured again after the run: {why}"))
             return
-        self.offset_after = after
+        self.offsets = (before, after)
         if abs(after - before) > max(DRIFT_SHARE * before, DRIFT_NS):
             self.flags.append(("CLOCK_DRIFT", f"the clock's offset was {before:.0f} ns before the submission was imported and "
                                               f"{after:.0f} ns after its worker was gone: every net time is off by about the difference"))
@@ -538,15 +564,20 @@ class Judge:
         null calls), then stop that."""
         link = getattr(self, "link", None)
         null = getattr(link, "null", None)
-        if null is not None:
+        if isinstance(link, CudaLink):
             # Let go of the worker's memory while the worker still has it.
             try:
                 link.forget_segments()
             except RuntimeError:
                 link.segments.clear()
-        if self.peer is not None:
-            self.peer.stop()
-            self.peer.reap()
+        for p in self.ranks or [self.peer]:
+            if p is not None:
+                p.stop()
+        for p in self.ranks or [self.peer]:
+            if p is not None:
+                p.reap()
+        if self.rendezvous is not None:
+            self.rendezvous.close()
         if null is not None:
             try:
                 self.recheck_clock()
@@ -593,6 +624,10 @@ class CpuLink:
 
     def call(self, data):
         return self.timed([data], False)
+
+    def warm(self, seconds):
+        self.j.send({"op": "warm", "seconds": seconds})
+        return self.j.recv()
 
     def timed(self, datas, selftime):
         """One call on datas[0]: on the CPU a window holds one call."""

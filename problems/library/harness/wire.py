@@ -135,17 +135,30 @@ def flatten(torch, data, tensors):
 
 
 def unflatten(tree, tensors):
+    """data back from a flatten() tree and its tensors. The tree may come
+    from the worker: whatever is wrong with it is a ValueError, which the
+    judge reports as the submission breaking the protocol (never as its
+    own failure)."""
+    try:
+        return _unflatten(tree, tensors)
+    except (TypeError, KeyError, IndexError, RecursionError) as e:
+        raise ValueError(f"a layout does not add up: {type(e).__name__}: {e}") from None
+
+
+def _unflatten(tree, tensors):
     if not isinstance(tree, dict) or len(tree) != 1:
         raise ValueError("a layout node is not a one-key object")
     (kind, v), = tree.items()
     if kind == "t":
+        if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < len(tensors):
+            raise ValueError(f"a layout names tensor {v!r} of {len(tensors)}")
         return tensors[v]
     if kind == "tuple":
-        return tuple(unflatten(x, tensors) for x in v)
+        return tuple(_unflatten(x, tensors) for x in v)
     if kind == "list":
-        return [unflatten(x, tensors) for x in v]
+        return [_unflatten(x, tensors) for x in v]
     if kind == "dict":
-        return {k: unflatten(x, tensors) for k, x in v}
+        return {k: _unflatten(x, tensors) for k, x in v}
     if kind == "v":
         return v
     raise ValueError(f"a layout node of kind {kind!r}")
@@ -224,15 +237,15 @@ def new_memfd(name, size):
     return fd
 
 
-def fill_and_seal(fd, torch, tensors, metas):
+def fill_and_seal(fd, torch, tensors, metas, strict=False):
     """Write the tensors at their metas' offsets into fd, then seal it."""
     for t, m in zip(tensors, metas):
         if m["nbytes"]:
             os.pwrite(fd, memoryview(raw_bytes(torch, t).cpu().numpy()), m["offset"])
-    seal(fd)
+    seal(fd, strict)
 
 
-def seal(fd):
+def seal(fd, strict=False):
     """Seal fd against every change. F_SEAL_WRITE fails with EBUSY while
     any of the file's pages holds an extra reference, and a page just
     written can sit in another CPU's LRU batch, which the kernel does not
@@ -240,7 +253,9 @@ def seal(fd):
     few times, then F_SEAL_FUTURE_WRITE, which refuses every later write
     and writable mapping just the same and waits for no page. Neither side
     keeps a writable mapping of what it hands over, so the two are alike
-    here."""
+    here. strict (the worker's outputs, whose side the judge cannot
+    vouch for: a writable mapping kept open also makes EBUSY) allows no
+    fallback and raises instead."""
     for _ in range(SEAL_TRIES):
         try:
             fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS)
@@ -249,6 +264,8 @@ def seal(fd):
             if e.errno != errno.EBUSY:
                 raise
             time.sleep(0.001)
+    if strict:
+        raise OSError(errno.EBUSY, "F_SEAL_WRITE: the memfd stayed busy")
     fcntl.fcntl(fd, fcntl.F_ADD_SEALS, FUTURE_SEALS)
 
 
@@ -264,12 +281,16 @@ def sealed_memfd(name, torch, tensors, metas, size):
 
 
 def is_sealed(fd):
-    """Whether fd is a memfd that can no longer change (its size included)."""
+    """Whether fd is a memfd that can no longer change (its size included):
+    F_SEAL_WRITE, which the kernel grants only when no writable mapping
+    of it is left. (F_SEAL_FUTURE_WRITE would let a mapping kept open go
+    on writing: the judge's own inputs may fall back to it, the worker's
+    outputs may not.)"""
     try:
         seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
     except OSError:
         return False
-    return seals & SEALS == SEALS or seals & FUTURE_SEALS == FUTURE_SEALS
+    return seals & SEALS == SEALS
 
 
 def map_memfd(torch, fd, size):

@@ -9,6 +9,7 @@ no expected output, no seed the judge draws, no clock that decides a score
 and no way to write the result stream.
 """
 
+import errno
 import importlib
 import os
 import socket
@@ -214,11 +215,20 @@ class Worker:
             if fd is not None:
                 os.close(fd[0])
             fd = (wire.new_memfd("kernelbox-output", size), size)
-        try:
-            wire.fill_and_seal(fd[0], torch, tensors, metas)
-        except BaseException:
-            os.close(fd[0])
-            raise
+        for attempt in range(3):
+            try:
+                wire.fill_and_seal(fd[0], torch, tensors, metas, strict=True)
+                break
+            except OSError as e:
+                os.close(fd[0])
+                if e.errno != errno.EBUSY or attempt == 2:
+                    raise
+                # A page of it still held (another CPU's LRU batch): the
+                # judge takes only a fully sealed output, so a fresh one.
+                fd = (wire.new_memfd("kernelbox-output", size), size)
+            except BaseException:
+                os.close(fd[0])
+                raise
         return {"out": tree, "tensors": metas, "size": size}, (fd[0],)
 
     def spare_for(self, size):
@@ -306,16 +316,37 @@ def null_kernel(torch, out):
     return kernel
 
 
-def main(fd: int, null: bool = False, preload: bool = False):
+def join_ranks(torch, rank, world, store):
+    """One rank of a multi-GPU problem: this process joins the others (a
+    file rendezvous of the judge's, no port) before the submission loads,
+    so custom_kernel finds torch.distributed ready, as on KernelBot."""
+    import datetime
+
+    import torch.distributed as dist
+
+    import kbutils
+
+    if kbutils.device() == "cuda":
+        torch.cuda.set_device(rank)
+        backend = "nccl"
+    else:
+        torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // world))
+        backend = "gloo"
+    dist.init_process_group(backend, init_method="file://" + store, rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=300))
+
+
+def main(fd: int, null: bool = False, preload: bool = False, rank=None, world=None, store=None):
     """Serve the judge on fd. A null worker never imports the submission:
     its kernel returns a tensor it made at start, so the judge can measure
-    what its clock costs with no work in it."""
+    what its clock costs with no work in it. With world, it is one rank of
+    a multi-GPU problem's."""
     chan = wire.Channel(socket.socket(fileno=fd))
     wire.sample_stacks("null" if null else "worker")
     try:
         # torch loads while the device may still be another run's; the
         # device is touched (Worker) only once the judge says go.
-        import torch  # noqa: F401
+        import torch
 
         if preload and not null:
             try:
@@ -330,6 +361,8 @@ def main(fd: int, null: bool = False, preload: bool = False):
             os.close(f)
         if msg.get("op") != "go":
             raise RuntimeError(f"the judge's first message is {msg.get('op')!r}, not go")
+        if world is not None:
+            join_ranks(torch, rank, world, store)
         w = Worker(chan)
         if null:
             out = w.torch.zeros(64, device=w.dev)

@@ -3,11 +3,10 @@
 # count only the last attempt; this computed the answer on the first
 # attempt, slept past the head start, and returned the kept answer with
 # no kernel at all on the retry: 0.58x the honest time on an H100,
-# unflagged. A late call's time now stands (it holds the sleep), and a
-# benchmark most of whose calls are late fails as the box's ("timing
-# unstable on this GPU"), never with a score.
+# unflagged. A late call's time now stands (it holds the sleep), and no
+# call is timed twice.
 # corpus: nogain leaderboard
-# corpus: gpu no gain: fails as "timing unstable on this GPU" (exit 115), or its late times count
+# corpus: gpu no gain: its late times count, 30 ms a call
 import time
 
 import torch

@@ -247,14 +247,19 @@ class TimingTrustTest(unittest.TestCase):
         self.assertTrue(e.exception.setup)
         self.assertIn("timing unstable on this GPU", str(e.exception))
 
-    def test_late_replies_flag_then_fail(self):
+    def test_late_replies_are_neither_flagged_nor_failed(self):
+        # A late call's time holds the wait: lateness only costs the
+        # submission, and one that syncs in custom_kernel is always late.
         j = self.judge_with()
-        j.check_timing({"n": 1}, {"times": [40_000.0], "late": 6, "calls": 40})
-        self.assertEqual([r for r, _ in j.flags], ["LATE_REPLIES"])
-        with self.assertRaises(judge.WorkerDied) as e:
-            j.check_timing({"n": 1}, {"times": [40_000.0], "late": 21, "calls": 40})
-        self.assertTrue(e.exception.setup)
-        self.assertIn("21 of 40 timed calls replied after the head start", str(e.exception))
+        j.check_timing({"n": 1}, {"times": [40_000.0], "late": 40, "calls": 40})
+        self.assertEqual(j.flags, [])
+
+    def test_malformed_layout_is_a_protocol_error(self):
+        import wire
+
+        for tree in ({"t": 5}, {"t": "x"}, {"tuple": 3}, {"dict": [[1]]}, {"list": [{"t": 0}, {"q": 1}]}):
+            with self.assertRaises(ValueError, msg=tree):
+                wire.unflatten(tree, [torch.zeros(1)])
 
     def test_clock_drift(self):
         for after, flagged in ((305_000.0, False), (280_000.0, False), (345_000.0, True), (None, True)):
