@@ -317,6 +317,13 @@ func TestHarness_ProfileMode(t *testing.T) {
 	if err != nil || !strings.Contains(string(report), "softmax") {
 		t.Errorf("profile report = %q, %v; want a profiler table naming softmax", report, err)
 	}
+
+	// The judge checks the profiled call: a wrong kernel fails profile
+	// mode as it fails a benchmark, with no report to show.
+	rep = evalFile(t, filepath.Join("library", "softmax"), problems.ModeProfile, filepath.Join("library", "softmax", "solutions", "wrong", "wrong_axis.py"), nil)
+	if rep.Passed || len(rep.Benchmarks) == 0 || rep.Benchmarks[0].Report != "" || rep.Phases[0].ExitCode != problems.ExitValidation {
+		t.Errorf("profile of a wrong kernel: Passed %v, Reason %q, benchmarks %+v; want it failed (exit 112) with no report", rep.Passed, rep.Reason, rep.Benchmarks)
+	}
 }
 
 // TestHarness_WarmStart: with a gate, our harness starts at once, imports

@@ -375,6 +375,50 @@ class CudaLink:
                 r["own"] = own
         return r
 
+    def profile(self, data, ncu):
+        """Profile mode's one call (worker op profile), untimed: its input
+        copied into the shared buffer as a timed call's is, its output
+        read from the worker's memory once its done event has passed:
+        (out, report, misuse), or error. Every kernel of this process's
+        (the copy, the check) runs outside the NVTX range the worker
+        opens, in another process, so ncu never profiles the judge."""
+        torch, j = self.torch, self.j
+        parts, placed, size = self.lay_out([data])
+        why = self.ensure(size)
+        if why:
+            return {"error": f"the worker could not open the input: {why}"}
+        private = torch.zeros(max(size, 1), dtype=torch.uint8, device="cuda")
+        for t, m in placed:
+            if m["nbytes"]:
+                private[m["offset"]:m["offset"] + m["nbytes"]].copy_(wire.raw_bytes(torch, t.to("cuda")))
+        self.inp[1][:size].copy_(private[:size])
+        # The worker's calls do not wait for the start event here: the
+        # input is in place before the message goes.
+        torch.cuda.synchronize()
+        j.send({"op": "profile", "ncu": ncu, "data": parts[0]["data"], "tensors": parts[0]["tensors"], "size": size})
+        reply = j.recv()
+        if "error" in reply:
+            torch.cuda.synchronize()
+            return {"error": str(reply["error"])}
+        try:
+            srcs = self.sources(reply)
+        except (ValueError, RuntimeError) as e:
+            torch.cuda.synchronize()
+            return {"error": f"the submission's process broke the protocol: {e}"}
+        torch.cuda.current_stream().wait_event(j.peer.done)
+        cap = [s.clone() for s in srcs]
+        torch.cuda.synchronize()
+        try:
+            out = wire.unflatten(reply.get("out"), [c.view(getattr(torch, m["dtype"])).reshape(m["shape"]) if m["nbytes"] else
+                                                    torch.empty(m["shape"], dtype=getattr(torch, m["dtype"]), device="cuda")
+                                                    for c, m in zip(cap, reply["tensors"])])
+        except (ValueError, IndexError, TypeError) as e:
+            return {"error": f"the submission's process broke the protocol: its output's layout: {e}"}
+        r = {"out": out, "report": str(reply.get("report", ""))}
+        if not torch.equal(self.inp[1][:size], private[:size]):
+            r["misuse"] = "custom_kernel modified its input; inputs must be left as they were"
+        return r
+
     def sources(self, reply):
         """Flat uint8 views of each output tensor in the worker's memory."""
         torch = self.torch

@@ -14,7 +14,7 @@ and ours: 115 the harness could not start (not the submission's fault).
 The submission never runs in this process: a worker interpreter imports it, and
 that worker has neither the result descriptor nor the secret seed. A one-device
 run is judged by judge.py (inputs, expected outputs, times and verdicts all
-stay here); profile mode and multi-GPU runs still use eval._Worker, whose
+stay here), profile mode too; multi-GPU runs still use eval._Worker, whose
 answers a second check in this process verifies.
 """
 
@@ -427,9 +427,13 @@ class _Worker:
         return self.benchmark_ranks(case, kind, recheck)
 
     def profile(self, case):
+        """One rank of a multi-GPU run's profile; a one-device run is
+        profiled through the judge (worker.Worker.profile)."""
+        if self.world is None:
+            raise RuntimeError("a one-device profile runs through the judge, not eval._Worker")
         torch = self.torch
         kernel = self.load_submission()
-        data = self.ref.generate_input(**case) if self.world is None else rank_inputs(self.ref, case)[self.rank]
+        data = rank_inputs(self.ref, case)[self.rank]
         kernel(self.kb.clone_data(data))  # compile and warm up outside the profile
         self.sync()
         arg = self.kb.clone_data(data)
@@ -1043,7 +1047,9 @@ def read_phases(argv, secret):
         return "usage: eval.py test|benchmark|leaderboard|profile CASES_FILE [MODE CASES_FILE ...]"
     modes = args[::2]
     if "profile" in modes and len(modes) > 1:
-        return "profile runs alone: it hands nothing over for the second check"
+        # ncu wraps the whole run, and a multi-GPU profile run hands
+        # nothing over for the second check.
+        return "profile runs alone: ncu wraps its whole run"
     if secret is not None:
         try:
             secret = int(secret)
@@ -1089,19 +1095,16 @@ def main(argv) -> int:
         print(f"kernelbox harness: {phases}", file=sys.stderr)
         return EXIT_BAD_CASE
     gpus = os.environ.pop("POPCORN_GPUS", None)
-    check = phases[0][0] != "profile"  # profile mode hands nothing over
-    if standby and (gpus is not None or not check):
-        print("kernelbox harness: a standby runs the judge: no profile or multi-GPU run", file=sys.stderr)
+    profile = phases[0][0] == "profile"  # it runs alone (read_phases)
+    if standby and (gpus is not None or profile):
+        # A profile run's sandbox is not a standby's: more memory, and the
+        # profiling device nodes (problems.Adopt refuses it too).
+        print("kernelbox harness: a standby serves one-device runs that are not profiled", file=sys.stderr)
         return EXIT_BAD_CASE
-    if gpus is not None or not check:
-        # Only the judge prepares before the gate; these go at once.
-        Gate().wait()
-    if gpus is None and not check:
-        pool = Pool(check=False)
-    elif gpus is None:
+    if gpus is None:
         if not standby:
             gate = Gate()
-            pool = Judge(gate.wait, preload=gate.fd is not None)
+            pool = Judge(gate.wait, preload=gate.fd is not None, timed=not profile)
         # Where a run's start-up time goes: before the gate (imports, the
         # workers' start: overlapped with the previous run on a warm start),
         # waiting at it, and from the gate to a judge ready to time.
@@ -1114,8 +1117,12 @@ def main(argv) -> int:
             for k, v in getattr(pool, "marks", {}).items():
                 out.log(f"judge-{k}", v)
     else:
+        # Only the judge prepares before the gate; the ranks go at once.
+        Gate().wait()
         try:
-            pool = Ranks(int(gpus), check=check) if maybe_cuda() or not check else JudgeRanks(int(gpus))
+            # Multi-GPU profile mode hands nothing over for the second check;
+            # on the CPU backend the ranks are the judge's (ranklink.py).
+            pool = Ranks(int(gpus), check=not profile) if maybe_cuda() or profile else JudgeRanks(int(gpus))
         except ValueError:
             print(f"kernelbox harness: POPCORN_GPUS={gpus!r} is not an integer", file=sys.stderr)
             return EXIT_BAD_CASE
@@ -1151,9 +1158,10 @@ def leave(code: int):
     """Exit with code. After a judged run everything is written and
     flushed and the workers are gone: tearing down what torch set up (the
     device context, its allocator, the worker memory opened here) would
-    only delay the result, so the process leaves at once. Any other run
-    (profile mode under ncu, whose report is written at exit; KernelBot's
-    protocol) exits the usual way."""
+    only delay the result, so the process leaves at once (profile mode
+    too: ncu collects each profiled kernel as it runs, in the worker, and
+    writes its report once every process of the run has gone). A
+    multi-GPU run exits the usual way."""
     if not JUDGED:
         sys.exit(code)
     sys.stdout.flush()

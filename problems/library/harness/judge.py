@@ -236,14 +236,20 @@ class Judge:
     as eval.Pool does. A failed start is raised by the first ask, so that
     it is reported as that case's failure."""
 
-    def __init__(self, go=lambda: None, preload=False, standby=False, world=None):
+    # A one-device run's, unless __init__ says otherwise.
+    world, ranks, rendezvous = None, (), None
+    flags, timed_any, offsets = (), False, None
+
+    def __init__(self, go=lambda: None, preload=False, standby=False, timed=True, world=None):
         """go blocks until the device is this run's (a warm start: the
         sandbox's gate); everything before it touches no device and runs
         no user code. With preload the worker also imports Triton before
         the go: time that a warm start hides, and a cold one would add.
         A standby's problem comes with the go: its reference is imported
-        after it. With world, a multi-GPU problem's world_size ranks, a
-        worker each (ranklink.py)."""
+        after it. Without timed (a profile run) the judge times no call,
+        and starts no null worker to calibrate its clock against. With
+        world, a multi-GPU problem's world_size ranks, a worker each
+        (ranklink.py)."""
         self.peer = None
         self.world, self.ranks, self.rendezvous = world, [], None
         self.broken = None
@@ -253,11 +259,11 @@ class Judge:
         self.flags = []
         self.timed_any = False
         try:
-            self.start(go, preload, standby)
+            self.start(go, preload, standby, timed)
         except WorkerDied as e:
             self.broken = e
 
-    def start(self, go, preload, standby):
+    def start(self, go, preload, standby, timed=True):
         if self.world is not None:
             self.rendezvous = ranklink.Rendezvous()
             self.ranks = [Peer(rank=r, world=self.world, store=self.rendezvous.store) for r in range(self.world)]
@@ -266,7 +272,7 @@ class Judge:
             self.peer = Peer(preload=preload and maybe_cuda())
         # On CUDA, a worker of our own that runs no submission: the judge
         # measures its clock's fixed cost against it (CudaLink.calibrate).
-        null = Peer(null=True) if maybe_cuda() and self.world is None else None
+        null = Peer(null=True) if maybe_cuda() and timed and self.world is None else None
         # The workers keep the run's compile caches (the submitter's, which
         # the worker can write); the judge compiles nothing, and the CUDA
         # driver's JIT cache is the one it could be handed code through.
@@ -417,7 +423,24 @@ class Judge:
                 return {"error": r["error"]}
             msg = r.get("misuse") or self.judge(data, expected, r["out"])
             return {"ok": not msg, "message": msg}
+        if kind == "profile":
+            return self.profile(data, expected)
         return self.benchmark(kind, case, data, expected)
+
+    def profile(self, data, expected):
+        """Profile mode: the worker profiles one call on the case's input
+        (worker.Worker.profile) and says what it saw. Nothing ranks on the
+        report, so the worker may write it; the call's output is judged
+        here as a benchmark's first call is: a wrong kernel fails profile
+        mode, and its report is not shown as if it were of a kernel that
+        works."""
+        r = self.link.profile(data, os.environ.get("POPCORN_NCU") == "1")
+        if "error" in r:
+            return {"error": r["error"]}
+        msg = r.get("misuse") or self.judge(data, expected, r["out"])
+        if msg:
+            return {"error": msg}
+        return {"report": r["report"]}
 
     def benchmark(self, kind, case, data, expected):
         repeats, budget_s, wall_s = limits_for(self.dev, kind)
@@ -653,6 +676,31 @@ class CpuLink:
             if "error" in reply:
                 return {"error": str(reply["error"])}
             return {"out": self.output(reply, fds), "ns": float(ns)}
+        except ValueError as e:
+            return {"error": f"the submission's process broke the protocol: {e}"}
+        finally:
+            for f in fds:
+                os.close(f)
+
+    def profile(self, data, ncu):
+        """Profile mode's one call (worker op profile), its input handed
+        over as a call's is and its output read as a call's is, untimed:
+        (out, report), or error."""
+        j, torch = self.j, self.j.torch
+        tensors = []
+        tree = wire.flatten(torch, data, tensors)
+        metas, size = wire.metas_of(torch, tensors)
+        fd = wire.sealed_memfd("kernelbox-input", torch, tensors, metas, size)
+        try:
+            j.send({"op": "profile", "ncu": ncu, "data": tree, "tensors": metas, "size": size}, (fd,))
+        finally:
+            os.close(fd)
+        reply = j.recv(want_fds=True)
+        fds = j.fds
+        try:
+            if "error" in reply:
+                return {"error": str(reply["error"])}
+            return {"out": self.output(reply, fds), "report": str(reply.get("report", ""))}
         except ValueError as e:
             return {"error": f"the submission's process broke the protocol: {e}"}
         finally:

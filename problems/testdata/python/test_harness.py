@@ -272,5 +272,93 @@ class TimingTrustTest(unittest.TestCase):
         self.assertEqual(j.flags, [])
 
 
+class ProfileOpTest(unittest.TestCase):
+    """Profile mode on the CPU: the judge's link hands the input over as a
+    call's, the worker's op profile runs the call under torch.profiler (or,
+    under ncu, only inside the NVTX range) and sends its output back, and
+    the judge's verdict decides whether the report is shown."""
+
+    def setUp(self):
+        import threading
+        import types
+
+        import wire
+
+        mine, theirs = wire.Channel.pair()
+        self.addCleanup(mine.close)
+        self.addCleanup(theirs.close)
+        self.calls = 0
+
+        def add(data):
+            self.calls += 1
+            a, b = data
+            return a + b
+
+        w = self.worker = worker.Worker(theirs)
+        w.kernel = add
+        serving = threading.Thread(target=w.serve, daemon=True)
+        serving.start()
+        self.addCleanup(serving.join, 10)
+        self.addCleanup(mine.send, {"op": "stop"})
+
+        class Side:
+            """The judge's end, as CpuLink uses it (judge.Judge.send/recv)."""
+
+            def __init__(self):
+                self.torch, self.fds = torch, []
+
+            def send(self, obj, fds=()):
+                mine.send(obj, fds)
+
+            def recv(self, want_fds=False):
+                msg, fds = mine.recv()
+                if not want_fds:
+                    for fd in fds:
+                        os.close(fd)
+                    fds = []
+                self.fds = fds
+                return msg
+
+        def check(data, output):
+            a, b = data
+            return kbutils.verbose_allclose(output, a + b)
+
+        self.j = object.__new__(judge.Judge)
+        self.j.torch, self.j.kb = torch, kbutils
+        self.j.ref = types.SimpleNamespace(check_implementation=check)
+        self.j.link = judge.CpuLink(Side())
+        self.data = (torch.arange(6.0).reshape(2, 3), torch.ones(2, 3))
+
+    def test_profiled_call_is_judged(self):
+        r = self.j.link.profile(self.data, False)
+        self.assertNotIn("error", r)
+        self.assertTrue(torch.equal(r["out"], self.data[0] + 1))
+        self.assertIn("aten::add", r["report"])
+        self.assertEqual(self.calls, 2)  # one to warm up, one profiled
+        reply = self.j.profile(self.data, None)
+        self.assertEqual(set(reply), {"report"})
+        self.assertIn("Self CPU", reply["report"])
+
+    def test_under_ncu_the_worker_only_marks_the_call(self):
+        r = self.j.link.profile(self.data, True)
+        self.assertIn("profiled by ncu", r["report"])
+        self.assertTrue(torch.equal(r["out"], self.data[0] + 1))
+
+    def test_wrong_output_fails_without_a_report(self):
+        self.j.ref.check_implementation = lambda data, output: kbutils.verbose_allclose(output, data[0] - data[1])
+        reply = self.j.profile(self.data, None)
+        self.assertEqual(set(reply), {"error"})
+        self.assertIn("elements differ", reply["error"])
+
+    def test_a_raising_kernel_is_an_error(self):
+        def boom(data):
+            raise ValueError("no kernel today")
+
+        self.worker.kernel = boom
+        reply = self.j.profile(self.data, None)
+        self.assertEqual(set(reply), {"error"})
+        self.assertIn("no kernel today", reply["error"])
+
+
 if __name__ == "__main__":
     unittest.main()
