@@ -55,6 +55,8 @@ class Worker:
         self.spare = None  # CPU: (memfd, size) for the next output
         self.start = self.done = None
         self.self_time = None
+        # A KernelBot problem's inputs: writable copies (the judge's go).
+        self.copy_inputs, self.clone = False, kbutils.clone_data
         if self.dev == "cuda":
             torch.cuda.init()
             torch.empty(1, device="cuda")  # the primary context, current on this thread
@@ -147,6 +149,12 @@ class Worker:
         else:
             self.batch = None
             self.data = wire.unflatten(msg["data"], wire.views(torch, flat, metas))
+        if self.copy_inputs:
+            # Made and finished before the reply, outside the timed window.
+            self.batch = [self.clone(d) for d in self.batch] if self.batch else None
+            self.data = self.batch[0] if self.batch else self.clone(self.data)
+            if self.dev == "cuda":
+                torch.cuda.synchronize()
         return {"ok": True}
 
     # ------------------------------------------------------------- calls
@@ -326,6 +334,7 @@ def main(fd: int, null: bool = False, preload: bool = False):
         if msg.get("op") != "go":
             raise RuntimeError(f"the judge's first message is {msg.get('op')!r}, not go")
         w = Worker(chan)
+        w.copy_inputs = bool(msg.get("copy_inputs"))
         if null:
             out = w.torch.zeros(64, device=w.dev)
             w.kernel = null_kernel(w.torch, out)
