@@ -62,15 +62,42 @@ type Config struct {
 	CompileFlags []string          // cu
 }
 
-// The harness contracts of Task.Harness.
+// The values of Task.Harness: whose harness times a problem's runs.
 const (
-	// HarnessKernelBot: `eval.py MODE CASES_FILE`, one mode a process.
+	// HarnessKernelBot, the default: a problem in KernelBot's format
+	// (reference.py, task.py, its own eval.py) judged by our harness,
+	// which takes the place of its eval.py (judgeFiles): our seeds, our
+	// clock, its generate_input and check_implementation, every phase of
+	// a run in one process.
 	HarnessKernelBot = "kernelbot"
-	// HarnessKernelbox: `eval.py MODE CASES_FILE [MODE CASES_FILE ...]`,
-	// every phase of a run in one process, each opened by a "phase: MODE"
-	// line; the bundled harness speaks it.
+	// HarnessKernelbox: the problem's files hold our harness (the bundled
+	// problems): `eval.py MODE CASES_FILE [MODE CASES_FILE ...]`, every
+	// phase of a run in one process, each opened by a "phase: MODE" line.
 	HarnessKernelbox = "kernelbox"
+	// HarnessOwn, an organiser's opt-in: the problem's own eval.py over
+	// KernelBot's contract (`eval.py MODE CASES_FILE`, one mode a
+	// process). The submission shares that process with the timer and
+	// can see its seeds, so its runs are marked TimedByProblem.
+	HarnessOwn = "own"
 )
+
+// Who timed a run (Report.TimedBy, Task.TimedBy).
+const (
+	// TimedByJudge: our judge, which never imports the submission.
+	TimedByJudge = "judge"
+	// TimedByProblem: the problem's own harness, in the submission's
+	// process: less trusted, and a leaderboard says so (TimedByNote).
+	TimedByProblem = "problem"
+)
+
+// TimedByNote is what a leaderboard or a result shows for a problem timed
+// by its own harness.
+const TimedByNote = "timed by the problem's harness (less trusted)"
+
+// judgeFiles are our harness's files, from the bundled library's harness
+// directory, written over a KernelBot problem's run directory when our
+// judge takes its place (HarnessKernelBot).
+var judgeFiles = []string{"eval.py", "judge.py", "worker.py", "wire.py", "cudalink.py", "kbutils.py"}
 
 // Task is a loaded, validated problem directory.
 type Task struct {
@@ -99,9 +126,9 @@ type Task struct {
 	CPUBenchmarks []Case
 	// Floor, when set, is the physics floor of every benchmark case.
 	Floor *Floor
-	// Harness says which contract the problem's harness speaks:
-	// HarnessKernelBot (KernelBot's: one mode a process, the default) or
-	// HarnessKernelbox (ours: several phases in one process).
+	// Harness says whose harness runs the problem: HarnessKernelBot (the
+	// default: our judge over KernelBot's format), HarnessKernelbox (ours,
+	// among the problem's files) or HarnessOwn (the problem's eval.py).
 	Harness string
 
 	// Warnings are things an author should look at that do not stop the
@@ -137,11 +164,72 @@ func (t *Task) RunsOn(gpuType string) bool {
 // second run with a secret mixed into every case seed, so that answers
 // precomputed from task.yml's seeds fail. Our judge (judge.py) draws the
 // seed of every ranked iteration itself at run time, so a one-device
-// problem on our harness needs none; a KernelBot harness, or our
+// problem it judges needs none; a problem's own harness, or our
 // multi-GPU path (its ranks still derive their seeds from the case's),
 // does.
 func (t *Task) NeedsTwin() bool {
-	return t.Harness != HarnessKernelbox || t.MultiGPU
+	return t.TimedBy() == TimedByProblem || t.MultiGPU
+}
+
+// TimedBy says whose harness times the problem's runs: TimedByJudge, or
+// TimedByProblem for the opt-in HarnessOwn and for the KernelBot problems
+// our judge cannot take (yet), which keep their own harness rather than
+// fail to load: lang cu (its harness is compiled with the submission),
+// multi_gpu (our ranks need a reference that computes every rank's
+// output, kbutils.make_checker), and a problem without the files our
+// judge needs (reference.py, submission.py) or with one of its names.
+func (t *Task) TimedBy() string {
+	if t.ownHarnessWhy() != "" {
+		return TimedByProblem
+	}
+	return TimedByJudge
+}
+
+// HarnessNote is what an organiser is told of a problem timed by its own
+// harness (TimedByNote and why), or "" for one our judge times.
+func (t *Task) HarnessNote() string {
+	if why := t.ownHarnessWhy(); why != "" {
+		return TimedByNote + ": " + why
+	}
+	return ""
+}
+
+// ownHarnessWhy says why the problem's own harness times it, or "".
+func (t *Task) ownHarnessWhy() string {
+	switch {
+	case t.Harness == HarnessKernelbox:
+		return ""
+	case t.Harness == HarnessOwn:
+		return "its task.yml says harness: own"
+	case t.Lang != LangPython:
+		return "a lang cu harness is compiled with the submission, which our judge cannot take apart"
+	case t.MultiGPU:
+		return "our judge takes a multi_gpu KernelBot problem's place only once its reference computes every rank's output"
+	case !slices.ContainsFunc(t.Files, func(f File) bool { return f.Name == "reference.py" }):
+		return "it has no reference.py, whose generate_input and check_implementation our judge would use"
+	case t.SubmissionFile() != "submission.py":
+		return fmt.Sprintf("its contestant's file is %q, and our judge imports submission.py", t.SubmissionFile())
+	}
+	for _, f := range t.Files {
+		// Their eval.py is what ours replaces; any other file of our
+		// judge's name would be overwritten.
+		if f.Name != "eval.py" && slices.Contains(judgeFiles, f.Name) {
+			return fmt.Sprintf("its file %s has the name of one of our judge's", f.Name)
+		}
+	}
+	return ""
+}
+
+// lendsJudge says whether our judge takes the place of the problem's
+// eval.py (a KernelBot-format problem it can judge).
+func (t *Task) lendsJudge() bool {
+	return t.Harness != HarnessKernelbox && t.TimedBy() == TimedByJudge
+}
+
+// onePhaseAProcess says whether the problem's harness runs one mode a
+// process (KernelBot's contract), not every phase of a run in one.
+func (t *Task) onePhaseAProcess() bool {
+	return t.TimedBy() == TimedByProblem
 }
 
 // WorldSize is how many GPUs (on the CPU backend, CPU slots) one run of
@@ -270,8 +358,8 @@ func ParseTask(dir, file string, data []byte) (*Task, error) {
 			t.Floor = parseFloor(c, v)
 		case "harness":
 			if s, ok := scalarString(c, "harness", v); ok {
-				if s != HarnessKernelBot && s != HarnessKernelbox {
-					c.add(v.Line, "harness", "must be %s or %s, got %q", HarnessKernelBot, HarnessKernelbox, s)
+				if s != HarnessKernelBot && s != HarnessKernelbox && s != HarnessOwn {
+					c.add(v.Line, "harness", "must be %s, %s or %s, got %q", HarnessKernelBot, HarnessKernelbox, HarnessOwn, s)
 				}
 				t.Harness = s
 			}
@@ -506,11 +594,6 @@ func validateTask(c *collector, t *Task, present map[string]*yaml.Node) {
 				}
 			} else if len(cs.Keys) > 0 {
 				t.Warnings = append(t.Warnings, fmt.Sprintf("%s: %s has no seed: its inputs are the same for every contestant and cannot be re-seeded in secret runs", c.file, cf))
-			}
-			for _, k := range cs.Keys {
-				if strings.HasPrefix(cs.Values[k], "[") && t.Harness == HarnessKernelbox {
-					c.add(lineOf(present[set.field]), cf+"."+k, "is a list, which the kernelbox harness does not read; a problem with lists brings its own harness (KernelBot's contract)")
-				}
 			}
 			if t.MultiGPU {
 				ws, ok := cs.Get("world_size")
