@@ -189,7 +189,7 @@ func TestKernelBotProblem_UnsupportedInput(t *testing.T) {
 	t.Parallel()
 	dir := kernelbotCopy(t, "identity_py", "")
 	ref := filepath.Join(dir, "reference.py")
-	testutil.EditFile(t, ref, "    return torch.randn(size)", "    return torch.randn(size), object()")
+	testutil.EditFile(t, ref, "    return torch.randn(size, device=DEVICE)", "    return torch.randn(size, device=DEVICE), object()")
 	rep, _ := evalSpy(t, dir, problems.ModeTest, filepath.Join(dir, "submission.py"))
 	if rep.Passed || rep.Phases[0].ExitCode != problems.ExitHarness || !strings.Contains(rep.Reason, "holds a object") {
 		t.Errorf("Passed %v, exit %d, Reason %q; want exit %d naming the object", rep.Passed, rep.Phases[0].ExitCode, rep.Reason, problems.ExitHarness)
