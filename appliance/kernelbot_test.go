@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"kernelbox/appliance/api"
 	"kernelbox/appliance/store"
 	"kernelbox/internal/testutil"
+	"kernelbox/problems"
 )
 
 // TestSubmit_KernelBotDirectives: a file's `#!POPCORN leaderboard` may name
@@ -224,5 +226,57 @@ func TestDaemon_ArchiveSubmissions(t *testing.T) {
 	bad := write("nosub.tar.gz", map[string]string{"kernel.py": "def custom_kernel(xs):\n    return xs\n"})
 	if _, errOut, code = td.cli(ann, "submit", bad, "-l", "quick", "-g", "cpu", "-m", "test"); code != api.ExitUsage || !strings.Contains(errOut, "no submission.py at its top") {
 		t.Errorf("submit nosub.tar.gz = exit %d, %s; want refused for its missing submission.py", code, errOut)
+	}
+}
+
+// TestService_TimedByLabel: a KernelBot problem loads onto our judge and
+// says so; one whose task.yml opts into its own harness is labelled
+// "timed by the problem's harness (less trusted)" where it loads, on its
+// problem page and on its ranking.
+func TestService_TimedByLabel(t *testing.T) {
+	t.Parallel()
+	svc, st := quickService(t, "quick")
+	ctx := t.Context()
+	ann, _, err := st.CreateUser(ctx, "ann", api.RoleContestant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	if err := os.CopyFS(root, os.DirFS(filepath.Join(testutil.RepoRoot(), "problems", "testdata", "kernelbot"))); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(root, "identity_py", "task.yml"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteString("harness: own\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		dir, name, timedBy string
+	}{
+		{"linalg/ident_py", "ours", problems.TimedByJudge},
+		{"identity_py", "theirs", problems.TimedByProblem},
+	} {
+		loaded, err := svc.loadProblemSet(ctx, root, api.ProblemLoad{Dir: tc.dir, Name: tc.name}, store.LoadOptions{Source: store.SourceUpload})
+		if err != nil || len(loaded) != 1 {
+			t.Fatalf("load %s = %+v, %v", tc.dir, loaded, err)
+		}
+		noted := slices.ContainsFunc(loaded[0].Warnings, func(w string) bool { return strings.HasPrefix(w, problems.TimedByNote) })
+		if noted != (tc.timedBy == problems.TimedByProblem) {
+			t.Errorf("load %s: warnings %q; want the note %q only for the problem's own harness", tc.dir, loaded[0].Warnings, problems.TimedByNote)
+		}
+		info, err := svc.Leaderboard(ctx, ann, tc.name)
+		if err != nil || info.TimedBy != tc.timedBy {
+			t.Errorf("Leaderboard(%s).TimedBy = %q, %v; want %q", tc.name, info.TimedBy, err, tc.timedBy)
+		}
+		rk, err := svc.Ranking(ctx, ann, tc.name, "")
+		if err != nil || rk.TimedBy != tc.timedBy {
+			t.Errorf("Ranking(%s).TimedBy = %q, %v; want %q", tc.name, rk.TimedBy, err, tc.timedBy)
+		}
 	}
 }

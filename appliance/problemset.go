@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"kernelbox/appliance/api"
@@ -103,6 +104,9 @@ func (s *Service) putProblems(ctx context.Context, entries []problems.Competitio
 	for i, o := range outcomes {
 		lp := api.LoadedProblem{Leaderboard: o.Name, Action: o.Action, Created: o.Action == store.LoadCreated, GPUs: specs[i].GPUs,
 			Deadline: specs[i].Deadline, Warnings: entries[i].Task.Warnings}
+		if note := entries[i].Task.HarnessNote(); note != "" {
+			lp.Warnings = append(slices.Clip(lp.Warnings), note)
+		}
 		switch o.Action {
 		case store.LoadRefused:
 			lp.Error = o.Why

@@ -153,6 +153,7 @@ func (s *Service) info(lb *store.Leaderboard) api.LeaderboardInfo {
 		}
 	}
 	if t, err := s.task(lb); err == nil {
+		li.TimedBy = t.TimedBy()
 		for k := range t.Templates {
 			li.Templates = append(li.Templates, k)
 		}
@@ -182,6 +183,9 @@ func (s *Service) Ranking(ctx context.Context, u *store.User, name, gpu string) 
 		gpus = []string{gpu}
 	}
 	out := api.Ranking{Leaderboard: lb.Name, RankingBy: lb.RankingBy, Rankings: []api.GPURanking{}}
+	if t, err := s.task(lb); err == nil {
+		out.TimedBy = t.TimedBy()
+	}
 	for _, g := range gpus {
 		rows, err := s.rankRows(ctx, lb, g)
 		if err != nil {

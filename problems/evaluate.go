@@ -94,7 +94,7 @@ type EvalOptions struct {
 // (KERNELBOX_GO_FD), preparing before it: ours, in Python. A KernelBot
 // harness or a compiled one would touch the device at once.
 func warmStarts(t *Task) bool {
-	return t.Harness == HarnessKernelbox && t.Lang == LangPython
+	return !t.onePhaseAProcess() && t.Lang == LangPython
 }
 
 // gateOnce passes EvalOptions.Gate at most once per evaluation.
@@ -155,7 +155,11 @@ type Report struct {
 	// the benchmarks gave theirs.
 	ScoreErr  *float64  `json:"score_err,omitempty"`
 	RankingBy RankingBy `json:"ranking_by"`
-	Phases    []Phase   `json:"phases"`
+	// TimedBy says whose harness timed and judged the run: TimedByJudge
+	// (ours), or TimedByProblem (the problem's own, in the submission's
+	// process: less trusted). Empty in reports stored before it existed.
+	TimedBy string  `json:"timed_by,omitempty"`
+	Phases  []Phase `json:"phases"`
 	// Profile is profile mode's Nsight Compute report, when it ran under ncu.
 	Profile *ProfileResult `json:"profile,omitempty"`
 	// Flags are what the timings themselves give away, for an organiser to
@@ -196,8 +200,20 @@ const (
 
 // Materialize writes the task's files into dir, the submission in place of
 // the placeholder; a submission whose name is an archive's is unpacked
-// there instead (CheckArchive says it holds the placeholder's file).
+// there instead (CheckArchive says it holds the placeholder's file). Where
+// our judge takes the place of a KernelBot problem's harness, its files
+// are written last, over the problem's eval.py.
 func Materialize(t *Task, submission []byte, name, dir string) error {
+	if err := materializeTask(t, submission, name, dir); err != nil {
+		return err
+	}
+	if t.lendsJudge() {
+		return writeJudge(dir)
+	}
+	return nil
+}
+
+func materializeTask(t *Task, submission []byte, name, dir string) error {
 	if IsArchive(name) {
 		files, err := UnpackArchive(submission, name)
 		if err == nil {
@@ -257,9 +273,12 @@ func Evaluate(ctx context.Context, l Launcher, t *Task, opts EvalOptions) (*Repo
 	if err := Materialize(t, opts.Submission, opts.SubmissionName, opts.WorkDir); err != nil {
 		return nil, fmt.Errorf("evaluate %s: %w", t.Name, err)
 	}
-	rep := &Report{Problem: t.Name, Mode: opts.Mode, Device: opts.Device, RankingBy: t.RankingBy,
+	rep := &Report{Problem: t.Name, Mode: opts.Mode, Device: opts.Device, RankingBy: t.RankingBy, TimedBy: t.TimedBy(),
 		Tests: []TestResult{}, Benchmarks: []BenchmarkResult{}}
 	entry := []string{opts.Python, t.Config.Main}
+	if t.lendsJudge() {
+		entry[1] = "eval.py" // ours, whatever the problem's harness was called
+	}
 	if t.Lang == LangCUDA {
 		ph, err := compileCUDA(ctx, l, t, opts)
 		if err != nil {
@@ -277,7 +296,7 @@ func Evaluate(ctx context.Context, l Launcher, t *Task, opts EvalOptions) (*Repo
 	}
 	env := harnessEnv(t, opts)
 	opts.gate = &gateOnce{fn: opts.Gate}
-	if t.Harness == HarnessKernelbox && len(steps) > 1 {
+	if !t.onePhaseAProcess() && len(steps) > 1 {
 		done, err := runTogether(ctx, l, t, opts, rep, steps, entry, env)
 		if err != nil {
 			return nil, err

@@ -215,12 +215,15 @@ func TestHarness_PythonUnitTests(t *testing.T) {
 	t.Logf("%s", out)
 }
 
+// TestKernelBotProblem_RunsAsIs: a problem in KernelBot's format loads and
+// runs unchanged (under our judge: kernelbot_test.go), its checker's
+// message reaching the report.
 func TestKernelBotProblem_RunsAsIs(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join("testdata", "kernelbot", "identity_py")
 	rep := evalFile(t, dir, problems.ModeLeaderboard, filepath.Join(dir, "submission.py"), nil)
-	if !rep.Passed || rep.Score == nil {
-		t.Fatalf("leaderboard run of a KernelBot problem: Passed %v, Score %v, Reason %q", rep.Passed, rep.Score, rep.Reason)
+	if !rep.Passed || rep.Score == nil || rep.TimedBy != problems.TimedByJudge {
+		t.Fatalf("leaderboard run of a KernelBot problem: Passed %v, Score %v, TimedBy %q, Reason %q", rep.Passed, rep.Score, rep.TimedBy, rep.Reason)
 	}
 	if len(rep.Benchmarks) != 1 || rep.Benchmarks[0].Spec != "size: 4096; seed: 93246" {
 		t.Errorf("benchmarks = %+v, want only the last (ranking_by defaults to last)", rep.Benchmarks)
@@ -329,8 +332,9 @@ func TestHarness_ProfileMode(t *testing.T) {
 // TestHarness_WarmStart: with a gate, our harness starts at once, imports
 // torch and starts its worker, and waits at the gate before it touches
 // the device (its extras say how long it prepared and waited); a
-// KernelBot harness, which would not wait, is launched only after the
-// gate. A failing gate ends the evaluation with its error.
+// problem's own harness (harness: own), which would not wait, is
+// launched only after the gate. A failing gate ends the evaluation with
+// its error.
 func TestHarness_WarmStart(t *testing.T) {
 	t.Parallel()
 	it := testutil.RequireTorch(t)
@@ -375,11 +379,13 @@ func TestHarness_WarmStart(t *testing.T) {
 		t.Errorf("extras judge-prepare %q, judge-gate %q; want them to add up to the gate's %v", extra["judge-prepare"], extra["judge-gate"], hold)
 	}
 
-	kb, err := problems.LoadTask(filepath.Join("testdata", "kernelbot", "identity_py"))
+	// A KernelBot problem on its own harness (our judge would wait).
+	own := kernelbotCopy(t, "identity_py", "harness: own\n")
+	kb, err := problems.LoadTask(own)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub, err := os.ReadFile(filepath.Join("testdata", "kernelbot", "identity_py", "submission.py"))
+	sub, err := os.ReadFile(filepath.Join(own, "submission.py"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,14 +62,23 @@ type Config struct {
 	CompileFlags []string          // cu
 }
 
-// The harness contracts of Task.Harness.
+// The values of Task.Harness: whose harness times a problem's runs.
 const (
-	// HarnessKernelBot: `eval.py MODE CASES_FILE`, one mode a process.
+	// HarnessKernelBot, the default: a problem in KernelBot's format
+	// (reference.py, task.py, its own eval.py) judged by our harness,
+	// which takes the place of its eval.py (judgeFiles): our seeds, our
+	// clock, its generate_input and check_implementation, every phase of
+	// a run in one process.
 	HarnessKernelBot = "kernelbot"
-	// HarnessKernelbox: `eval.py MODE CASES_FILE [MODE CASES_FILE ...]`,
-	// every phase of a run in one process, each opened by a "phase: MODE"
-	// line; the bundled harness speaks it.
+	// HarnessKernelbox: the problem's files hold our harness (the bundled
+	// problems): `eval.py MODE CASES_FILE [MODE CASES_FILE ...]`, every
+	// phase of a run in one process, each opened by a "phase: MODE" line.
 	HarnessKernelbox = "kernelbox"
+	// HarnessOwn, an organiser's opt-in: the problem's own eval.py over
+	// KernelBot's contract (`eval.py MODE CASES_FILE`, one mode a
+	// process). The submission shares that process with the timer and
+	// can see its seeds, so its runs are marked TimedByProblem.
+	HarnessOwn = "own"
 )
 
 // Task is a loaded, validated problem directory.
@@ -99,9 +108,9 @@ type Task struct {
 	CPUBenchmarks []Case
 	// Floor, when set, is the physics floor of every benchmark case.
 	Floor *Floor
-	// Harness says which contract the problem's harness speaks:
-	// HarnessKernelBot (KernelBot's: one mode a process, the default) or
-	// HarnessKernelbox (ours: several phases in one process).
+	// Harness says whose harness runs the problem: HarnessKernelBot (the
+	// default: our judge over KernelBot's format), HarnessKernelbox (ours,
+	// among the problem's files) or HarnessOwn (the problem's eval.py).
 	Harness string
 
 	// Warnings are things an author should look at that do not stop the
@@ -137,11 +146,11 @@ func (t *Task) RunsOn(gpuType string) bool {
 // second run with a secret mixed into every case seed, so that answers
 // precomputed from task.yml's seeds fail. Our judge (judge.py) draws the
 // seed of every ranked iteration itself at run time, so a one-device
-// problem on our harness needs none; a KernelBot harness, or our
+// problem it judges needs none; a problem's own harness, or our
 // multi-GPU path (its ranks still derive their seeds from the case's),
 // does.
 func (t *Task) NeedsTwin() bool {
-	return t.Harness != HarnessKernelbox || t.MultiGPU
+	return t.TimedBy() == TimedByProblem || t.MultiGPU
 }
 
 // WorldSize is how many GPUs (on the CPU backend, CPU slots) one run of
@@ -270,8 +279,8 @@ func ParseTask(dir, file string, data []byte) (*Task, error) {
 			t.Floor = parseFloor(c, v)
 		case "harness":
 			if s, ok := scalarString(c, "harness", v); ok {
-				if s != HarnessKernelBot && s != HarnessKernelbox {
-					c.add(v.Line, "harness", "must be %s or %s, got %q", HarnessKernelBot, HarnessKernelbox, s)
+				if s != HarnessKernelBot && s != HarnessKernelbox && s != HarnessOwn {
+					c.add(v.Line, "harness", "must be %s, %s or %s, got %q", HarnessKernelBot, HarnessKernelbox, HarnessOwn, s)
 				}
 				t.Harness = s
 			}
@@ -506,11 +515,6 @@ func validateTask(c *collector, t *Task, present map[string]*yaml.Node) {
 				}
 			} else if len(cs.Keys) > 0 {
 				t.Warnings = append(t.Warnings, fmt.Sprintf("%s: %s has no seed: its inputs are the same for every contestant and cannot be re-seeded in secret runs", c.file, cf))
-			}
-			for _, k := range cs.Keys {
-				if strings.HasPrefix(cs.Values[k], "[") && t.Harness == HarnessKernelbox {
-					c.add(lineOf(present[set.field]), cf+"."+k, "is a list, which the kernelbox harness does not read; a problem with lists brings its own harness (KernelBot's contract)")
-				}
 			}
 			if t.MultiGPU {
 				ws, ok := cs.Get("world_size")

@@ -104,7 +104,6 @@ func TestLoadTask_Invalid(t *testing.T) {
 		{"main not a file", strings.Replace(validTask, "config: {main: eval.py}", "config: {main: run.py}", 1), []string{`config.main: "run.py" is not one of the files`}},
 		{"timeout type", strings.Replace(validTask, "test_timeout: 60", "test_timeout: soon", 1), []string{`task.yml:13: test_timeout: must be an integer, got the scalar "soon"`}},
 		{"timeout range", strings.Replace(validTask, "test_timeout: 60", "test_timeout: -5", 1), []string{"test_timeout: must be between 1 and 86400 seconds, got -5"}},
-		{"case list for our harness", strings.Replace(validTask, "{size: 127, seed: 1}", "{size: [1, 2], seed: 1}", 1) + "harness: kernelbox\n", []string{"tests[0].size: is a list, which the kernelbox harness does not read"}},
 		{"case nested list", strings.Replace(validTask, "{size: 127, seed: 1}", "{size: [1, [2]], seed: 1}", 1), []string{"tests[0].size: a list value holds only numbers, true/false or words, got a list"}},
 		{"case list in a string", strings.Replace(validTask, "{size: 127, seed: 1}", `{size: ["[1, 2]", 3], seed: 1}`, 1), []string{`tests[0].size: list item "[1, 2]" must be`}},
 		{"case map value", strings.Replace(validTask, "{size: 127, seed: 1}", "{size: {a: 1}, seed: 1}", 1), []string{"tests[0].size: must be a number, true/false, a word or a list of them, got a mapping"}},
@@ -120,6 +119,7 @@ func TestLoadTask_Invalid(t *testing.T) {
 		{"floor bad math", validTask + "floor: {flops: size, math: fp4}\n", []string{`floor.math: must be one of bf16, int8, fp8, got "fp4"`}},
 		{"floor empty", validTask + "floor: {math: int8}\n", []string{"floor: needs bytes, flops or both"}},
 		{"floor unknown function", validTask + "floor: {bytes: \"log(size)\"}\n", []string{`unknown function "log"`}},
+		{"bad harness", validTask + "harness: theirs\n", []string{`harness: must be kernelbot, kernelbox or own, got "theirs"`}},
 		{"cu needs sources", strings.Replace(validTask, "lang: py\nconfig: {main: eval.py}", "lang: cu\nconfig: {sources: [main.cu]}", 1), []string{`config.sources[0]: "main.cu" is not one of the files`}},
 	}
 	for _, tt := range tests {
@@ -349,8 +349,42 @@ func TestLoadCompetition_EmptyDeadline(t *testing.T) {
 	}
 }
 
+// TestTask_TimedBy: a KernelBot-format problem our judge cannot take
+// keeps its own harness, and says why, rather than fail to load.
+func TestTask_TimedBy(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, yml, why string // why: part of HarnessNote, "" for our judge
+	}{
+		{"kernelbot format", validTask, ""},
+		{"opt-in", validTask + "harness: own\n", "harness: own"},
+		{"judge file clash", strings.Replace(validTask, "  - {name: eval.py, source: eval.py}", "  - {name: eval.py, source: eval.py}\n  - {name: wire.py, source: tmpl.py}", 1), "its file wire.py"},
+		{"no reference", strings.Replace(validTask, "  - {name: reference.py, source: reference.py}\n", "", 1), "no reference.py"},
+		{"not submission.py", strings.Replace(validTask, "name: submission.py", "name: solution.py", 1), `"solution.py"`},
+		{"multi-GPU", strings.ReplaceAll(validTask, "seed: ", "world_size: 2, seed: ") + "multi_gpu: true\n", "multi_gpu"},
+	} {
+		task, err := LoadTask(writeProblem(t, tt.yml))
+		if err != nil {
+			t.Fatalf("%s: LoadTask() = %v", tt.name, err)
+		}
+		note := task.HarnessNote()
+		want := TimedByJudge
+		if tt.why != "" {
+			want = TimedByProblem
+		}
+		if got := task.TimedBy(); got != want || (tt.why == "") != (note == "") || !strings.Contains(note, tt.why) || (note != "" && !strings.HasPrefix(note, TimedByNote)) {
+			t.Errorf("%s: TimedBy() = %q, HarnessNote() = %q; want %q, a note containing %q", tt.name, got, note, want, tt.why)
+		}
+		if task.NeedsTwin() != (want == TimedByProblem || task.MultiGPU) {
+			t.Errorf("%s: NeedsTwin() = %v with TimedBy %q", tt.name, task.NeedsTwin(), want)
+		}
+	}
+}
+
 // TestTask_NeedsTwin: the secret-seed twin is dropped only where the judge
-// draws every ranked seed itself (our harness, one device).
+// draws every ranked seed itself (our harness, one device, whether the
+// problem brings it or our judge takes a KernelBot harness's place); the
+// opt-in own harness is in kernelbot_test.go.
 func TestTask_NeedsTwin(t *testing.T) {
 	for _, tt := range []struct {
 		dir  string
@@ -358,8 +392,8 @@ func TestTask_NeedsTwin(t *testing.T) {
 	}{
 		{filepath.Join("library", "vectoradd"), false},
 		{filepath.Join("library", "matmul"), false},
-		{filepath.Join("library", "allreduce"), true}, // multi-GPU: ranks derive their seeds
-		{filepath.Join("testdata", "kernelbot", "identity_py"), true},
+		{filepath.Join("library", "allreduce"), true},                  // multi-GPU: ranks derive their seeds
+		{filepath.Join("testdata", "kernelbot", "identity_py"), false}, // our judge takes its eval.py's place
 	} {
 		task, err := LoadTask(tt.dir)
 		if err != nil {

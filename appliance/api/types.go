@@ -130,6 +130,10 @@ type LeaderboardInfo struct {
 	Tests      []string `json:"tests,omitempty"`
 	Benchmarks []string `json:"benchmarks,omitempty"`
 	Member     bool     `json:"member,omitempty"`
+	// TimedBy says whose harness times the problem's runs: "judge" (ours)
+	// or "problem" (its own eval.py, in the submission's process: less
+	// trusted; problems.TimedByNote is what to show).
+	TimedBy string `json:"timed_by,omitempty"`
 }
 
 // LeaderboardChange is an organiser's edit (PATCH /api/admin/leaderboards/NAME).
@@ -197,9 +201,12 @@ type GPURanking struct {
 
 // Ranking is a leaderboard's rankings, one per GPU type.
 type Ranking struct {
-	Leaderboard string       `json:"leaderboard"`
-	RankingBy   string       `json:"ranking_by"`
-	Rankings    []GPURanking `json:"rankings"`
+	Leaderboard string `json:"leaderboard"`
+	RankingBy   string `json:"ranking_by"`
+	// TimedBy is LeaderboardInfo.TimedBy: "problem" marks a ranking of
+	// times the problem's own harness took (less trusted).
+	TimedBy  string       `json:"timed_by,omitempty"`
+	Rankings []GPURanking `json:"rankings"`
 }
 
 // LoadedProblem is one problem of a loaded set and what the load did to

@@ -72,6 +72,9 @@ func runLeaderboard(c *cli.Context, cl *api.Client, name string) error {
 	return output(c, doc, func(w io.Writer) error {
 		for _, r := range rk.Rankings {
 			fmt.Fprintf(w, "%s on %s (ranked by %s of the benchmark means)\n", rk.Leaderboard, r.GPU, rk.RankingBy)
+			if rk.TimedBy == problems.TimedByProblem {
+				fmt.Fprintf(w, "  %s\n", problems.TimedByNote)
+			}
 			if len(r.Rows) == 0 {
 				fmt.Fprintln(w, "  no ranked submissions yet")
 				continue

@@ -259,6 +259,9 @@ func writeReport(w io.Writer, rep *problems.Report, verbose bool) {
 	if rep.Score != nil {
 		fmt.Fprintf(w, "score: %s (%s of %d benchmark means)\n", problems.FormatNS(*rep.Score*1e9), rep.RankingBy, len(rep.Benchmarks))
 	}
+	if rep.TimedBy == problems.TimedByProblem {
+		fmt.Fprintln(w, problems.TimedByNote)
+	}
 	if len(rep.Flags) > 0 {
 		// As the daemon records them: the run stands, but on the box an
 		// organiser reviews it before it ranks.

@@ -84,6 +84,9 @@ func problemsCommand() *cli.Command {
 					w := c.App.Writer
 					fmt.Fprintf(w, "%s (%s, ranked by %s): %s, %s, deadline %s\n", lb.Name, lb.Lang, lb.RankingBy, lb.State, lb.Visibility, deadlineText(lb.Deadline))
 					fmt.Fprintf(w, "GPUs: %s (on this box: %s)\n", strings.Join(lb.GPUs, ", "), strings.Join(lb.Available, ", "))
+					if lb.TimedBy == problems.TimedByProblem {
+						fmt.Fprintln(w, problems.TimedByNote)
+					}
 					fmt.Fprintf(w, "templates: %s (kernelbox problems template %s KEY)\n\n%s\n", strings.Join(lb.Templates, ", "), lb.Name, strings.TrimSpace(lb.Description))
 					return nil
 				},
@@ -226,6 +229,9 @@ func runCheck(c *cli.Context) error {
 			fmt.Fprintf(w, "%s: task.yml valid (%d tests, %d benchmarks, ranking_by %s)\n", t.Name, len(t.Tests), len(t.Benchmarks), t.RankingBy)
 			for _, warn := range t.Warnings {
 				fmt.Fprintf(w, "  warning: %s\n", warn)
+			}
+			if note := t.HarnessNote(); note != "" {
+				fmt.Fprintf(w, "  note: %s\n", note)
 			}
 		}
 		if !ct.runsOn(it.Device) {

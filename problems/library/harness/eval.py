@@ -110,6 +110,11 @@ _FLOAT = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
 
 
 def parse_value(v: str):
+    if v.startswith("[") and v.endswith("]"):
+        # A list value (KernelBot's grouped GEMM: "m: [96, 128]"), which
+        # KernelBot's harness hands generate_input as a tuple.
+        inner = v[1:-1].strip()
+        return tuple(parse_value(x.strip()) for x in inner.split(",")) if inner else ()
     if _INT.match(v):
         return int(v)
     if v in ("true", "True"):
@@ -140,7 +145,8 @@ def read_cases(path):
 
 
 def spec_of(case) -> str:
-    return "; ".join(f"{k}: {v}" for k, v in case.items())
+    """A case as the cases file wrote it (a list value as "[96, 128]")."""
+    return "; ".join(f"{k}: {list(v) if isinstance(v, tuple) else v}" for k, v in case.items())
 
 
 # What the harness's timing and checking stand on, checked for identity

@@ -307,9 +307,13 @@ class Judge:
                     null.close()
                 raise WorkerDied(f"the harness's own set-up failed: {type(e).__name__}: {e}", setup=True) from e
         self.torch, self.kb, self.ref = torch, kbutils, reference
+        # A KernelBot problem's submission may write into its input (an
+        # output buffer among them), as KernelBot's harness allows on a
+        # copy: its worker gets a copy (worker.Worker.inputs).
+        copy = getattr(reference.check_implementation, "expected", None) is None
         for p in (self.ranks or [self.peer]) + [null]:
             if p is not None:
-                p.send({"op": "go"})
+                p.send({"op": "go", "copy_inputs": copy and p is self.peer})
         # The run's directory is the worker's too, and it can write there:
         # a module it drops there must not be what a lazy import here finds.
         here = os.path.dirname(os.path.abspath(__file__))
@@ -385,6 +389,11 @@ class Judge:
         return self.judge_one(data, expected, out)
 
     def judge_one(self, data, expected, out):
+        if expected is None:
+            # A KernelBot checker runs ref_kernel on data, which may write
+            # into it (an output buffer among the inputs): on a copy, or the
+            # next call on data would be handed the answer.
+            data = self.kb.clone_data(data)
         try:
             ok, msg = verdict(self.kb, self.torch, self.ref, data, expected, out)
         except Exception as e:  # noqa: BLE001 - the problem's check, on the submission's output
@@ -407,6 +416,12 @@ class Judge:
             return {"error": f"generate_input({wire_case(case)}): {e}", "bad_case": True}
         except Exception as e:  # noqa: BLE001 - the problem's reference broke
             raise JudgeFailed(e) from e
+        try:
+            wire.flatten(self.torch, data, [])
+        except TypeError as e:
+            # The problem's input, not the submission: the box's failure.
+            raise WorkerDied(f"generate_input({wire_case(case)}): {e}; this problem runs only on its own harness "
+                             "(harness: own in its task.yml)", setup=True) from e
         try:
             return self.run(kind, case, data, expected)
         except (WorkerDied, KeyboardInterrupt):

@@ -56,6 +56,8 @@ class Worker:
         self.spare = None  # CPU: (memfd, size) for the next output
         self.start = self.done = None
         self.self_time = None
+        # A KernelBot problem's inputs: writable copies (the judge's go).
+        self.copy_inputs, self.clone = False, kbutils.clone_data
         if self.dev == "cuda":
             torch.cuda.init()
             torch.empty(1, device="cuda")  # the primary context, current on this thread
@@ -155,7 +157,22 @@ class Worker:
         else:
             self.batch = None
             self.data = wire.unflatten(msg["data"], wire.views(torch, flat, metas))
+        if self.copy_inputs and self.dev != "cuda":
+            # The CPU's input came with the call: copied inside the window,
+            # alike for every submission of a case.
+            self.data = self.clone(self.data)
         return {"ok": True}
+
+    def copies(self):
+        """CUDA, a KernelBot problem's writable copies of the window's
+        inputs, made on the call's stream after it has waited for the
+        start event: the judge writes the bytes into the buffer after its
+        head start, so a copy made before that holds the previous call's."""
+        if self.batch:
+            self.batch = [self.clone(d) for d in self.batch]
+            self.data = self.batch[0]
+        else:
+            self.data = self.clone(self.data)
 
     # ------------------------------------------------------------- calls
 
@@ -169,6 +186,9 @@ class Worker:
         if self.dev != "cuda":
             return self.ship(kernel(data))
         torch.cuda.current_stream().wait_event(self.start)
+        if self.copy_inputs:
+            self.copies()
+            data = self.data
         self.self_time = None
         if msg.get("selftime"):
             # Read only when the judge asks (op selftime): waiting for them
@@ -301,7 +321,10 @@ class Worker:
         torch = self.torch
         kernel = self.load()
         self.inputs(msg, fds)
-        data, cuda = self.data, self.dev == "cuda"
+        cuda = self.dev == "cuda"
+        if cuda and self.copy_inputs:
+            self.copies()  # the judge wrote the buffer before this op
+        data = self.data
         kernel(data)
         if cuda:
             torch.cuda.synchronize()
@@ -426,6 +449,7 @@ def main(fd: int, null: bool = False, preload: bool = False, rank=None, world=No
         if world is not None:
             join_ranks(torch, rank, world, store)
         w = Worker(chan)
+        w.copy_inputs = bool(msg.get("copy_inputs"))
         if null:
             out = w.torch.zeros(64, device=w.dev)
             w.kernel = null_kernel(w.torch, out)

@@ -2,10 +2,14 @@ import torch
 
 from utils import set_seed
 
+# On the GPU, as reference-kernels' problems are: our judge hands the
+# submission its inputs on the device it judges on.
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
 
 def generate_input(size, seed):
     set_seed(seed)
-    return torch.randn(size)
+    return torch.randn(size, device=DEVICE)
 
 
 def ref_kernel(data):
