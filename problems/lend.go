@@ -20,10 +20,18 @@ const (
 // by its own harness.
 const TimedByNote = "timed by the problem's harness (less trusted)"
 
-// judgeFiles are our harness's files, from the bundled library's harness
-// directory, written over a KernelBot problem's run directory when our
-// judge takes its place (HarnessKernelBot).
-var judgeFiles = []string{"eval.py", "judge.py", "worker.py", "wire.py", "cudalink.py", "kbutils.py"}
+// isJudgeFile says whether name is one of our harness's files, which are
+// written over a KernelBot problem's run directory when our judge takes
+// its place (HarnessKernelBot): every .py of the bundled library's
+// harness directory, as writeJudge writes them.
+func isJudgeFile(name string) bool {
+	files, err := harnessScripts()
+	if err != nil {
+		return true // no bundled harness to lend: nothing may be overwritten
+	}
+	_, ok := files[name]
+	return ok
+}
 
 // TimedBy says whose harness times the problem's runs: TimedByJudge, or
 // TimedByProblem for the opt-in HarnessOwn and for the KernelBot problems
@@ -67,7 +75,7 @@ func (t *Task) ownHarnessWhy() string {
 	for _, f := range t.Files {
 		// Their eval.py is what ours replaces; any other file of our
 		// judge's name would be overwritten.
-		if f.Name != "eval.py" && slices.Contains(judgeFiles, f.Name) {
+		if f.Name != "eval.py" && isJudgeFile(f.Name) {
 			return fmt.Sprintf("its file %s has the name of one of our judge's", f.Name)
 		}
 	}

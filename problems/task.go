@@ -66,7 +66,7 @@ type Config struct {
 const (
 	// HarnessKernelBot, the default: a problem in KernelBot's format
 	// (reference.py, task.py, its own eval.py) judged by our harness,
-	// which takes the place of its eval.py (judgeFiles): our seeds, our
+	// which takes the place of its eval.py (isJudgeFile): our seeds, our
 	// clock, its generate_input and check_implementation, every phase of
 	// a run in one process.
 	HarnessKernelBot = "kernelbot"

@@ -359,6 +359,7 @@ func TestTask_TimedBy(t *testing.T) {
 		{"kernelbot format", validTask, ""},
 		{"opt-in", validTask + "harness: own\n", "harness: own"},
 		{"judge file clash", strings.Replace(validTask, "  - {name: eval.py, source: eval.py}", "  - {name: eval.py, source: eval.py}\n  - {name: wire.py, source: tmpl.py}", 1), "its file wire.py"},
+		{"clash with a newer judge file", strings.Replace(validTask, "  - {name: eval.py, source: eval.py}", "  - {name: eval.py, source: eval.py}\n  - {name: ranklink.py, source: tmpl.py}", 1), "its file ranklink.py"},
 		{"no reference", strings.Replace(validTask, "  - {name: reference.py, source: reference.py}\n", "", 1), "no reference.py"},
 		{"not submission.py", strings.Replace(validTask, "name: submission.py", "name: solution.py", 1), `"solution.py"`},
 		{"multi-GPU", strings.ReplaceAll(validTask, "seed: ", "world_size: 2, seed: ") + "multi_gpu: true\n", "multi_gpu"},
