@@ -1,36 +1,53 @@
 """The judge: the trusted half of a run, which decides every verdict and
 every time without ever importing the submission.
 
-It starts one worker (worker.py, the only process that imports the
+It starts the workers (worker.py, the only processes that import the
 submission), generates each input, keeps the reference's answer to
 itself, hands the input over in memory the worker can only read, and
 reads the output back from memory the worker cannot change afterwards.
-Times are measured here:
 
-- CPU: this process's clock from the moment the call is sent until the
-  sealed output arrives (the round trip and the output's copy into its
-  memfd count; they are the same for every submission of a case).
-- CUDA: this process's events on its own stream, around the worker's
-  call and a fixed cost measured against a null worker of ours
-  (cudalink.py); cases whose calls are short are timed several calls to
-  a window, on distinct inputs (Judge.batched).
+Audit map: where each thing a fair score rests on is computed. All of it
+runs in this process (eval.py's, non-dumpable); none of it in a worker.
 
-Ranked iterations draw fresh seeds from the operating system here, and
-every ranked output is checked.
+    seeds            Judge.draw (SystemRandom per ranked call); the secret
+                     is mixed in by eval.read_phases
+    inputs           Judge.draw -> reference.generate_input; multi-GPU:
+                     ranklink.rank_inputs
+    expected output  expected_of; multi-GPU: ranklink.ranks_expected
+    hand-over        CPU: cpulink.CpuLink.timed (sealed memfd, sent with
+                     the call inside the window); CUDA: cudalink.CudaLink
+                     (the judge's buffer, written after the head start,
+                     compared with its copy after every call); ranks:
+                     ranklink.RankLink.timed
+    the clock        CPU: CpuLink.timed / RankLink.timed (perf_counter_ns);
+                     CUDA: CudaLink.once (events Ta, Tb on our stream)
+    null offset      CudaLink.start_null (before the submission is
+                     imported), CudaLink.recheck via Judge.recheck_clock
+                     (after the worker is gone)
+    comparison       Judge.judge -> plain_output, verdict (the problem's
+                     check, with this process's torch and reference)
+    windows, fusing  Judge.batch_size, Judge.batched, Judge.fused
+    flags, refusals  Judge.check_timing, Judge.recheck_clock
+    knobs            read_knobs, once, at import (KNOBS)
+    this process     undumpable (eval.main calls it first)
+    the score        not here: the Go runner, from the means eval.py
+                     writes (problems.Score, the physics floor)
+
+What a worker says is believed only as a failure: its replies name where
+its output lies, never what it is or how long it took.
 """
-
 import importlib
 import math
 import os
 import random
-import signal
-import subprocess
 import sys
 import time
 import traceback
 
 import ranklink
 import wire
+from cpulink import CpuLink
+from peer import Peer, maybe_cuda  # noqa: F401 - eval imports maybe_cuda from here
 from cudalink import CudaLink
 from wire import WorkerDied  # noqa: F401 - eval imports it from here
 
@@ -71,13 +88,27 @@ DRIFT_SHARE = 0.1
 DRIFT_NS = 20_000
 
 
+def read_knobs(env):
+    """The run's knobs, read once when the judge is imported, before any
+    worker exists: a run keeps one setting throughout. Unstable; for
+    problem authors and for measuring the judge."""
+    def num(name, kind):
+        v = env.get(name)
+        return kind(v) if v not in (None, "") else None
+
+    return {"repeats": num("KERNELBOX_BENCH_MAX_REPEATS", int), "budget": num("KERNELBOX_BENCH_BUDGET_S", float),
+            "wall": num("KERNELBOX_BENCH_WALL_S", float), "batch": num("KERNELBOX_BENCH_BATCH", int),
+            "selftime": env.get("KERNELBOX_JUDGE_SELFTIME") == "1", "ncu": env.get("POPCORN_NCU") == "1"}
+
+
+KNOBS = read_knobs(os.environ)
+
+
 def limits_for(dev: str, kind: str):
     repeats, budget, wall = LIMITS[(dev, kind)]
-    env = os.environ
-    repeats = int(env.get("KERNELBOX_BENCH_MAX_REPEATS", repeats))
-    budget = float(env.get("KERNELBOX_BENCH_BUDGET_S", budget))
-    wall = float(env.get("KERNELBOX_BENCH_WALL_S", wall))
-    return repeats, budget, wall
+    k = KNOBS
+    return (k["repeats"] if k["repeats"] is not None else repeats, k["budget"] if k["budget"] is not None else budget,
+            k["wall"] if k["wall"] is not None else wall)
 
 
 def stats(times):
@@ -149,86 +180,21 @@ def expected_of(kb, ref, data):
         return fn(kb.clone_data(data))
 
 
-def death(code) -> str:
-    if code is not None and code < 0:
-        how = f"was killed by {signal.Signals(-code).name}"
-        if -code == signal.SIGSEGV:
-            how += " (if custom_kernel wrote to its inputs: on the CPU the inputs are read-only)"
-        return f"the submission's process {how}"
-    return f"the submission's process exited with status {code}"
+def undumpable():
+    """Make this process non-dumpable: the worker runs as the same user, and
+    without this it could read our environment (the secret seed is still in
+    /proc/PID/environ after the pop), open our result descriptor through
+    /proc/PID/fd or write our memory through /proc/PID/mem. Linux only; a
+    no-op elsewhere."""
+    try:
+        import ctypes
 
-
-class Peer:
-    """A worker process and the judge's end of its channel."""
-
-    def __init__(self, null=False, preload=False, rank=None, world=None, store=None):
-        mine, theirs = wire.Channel.pair()
-        fd = theirs.fileno()
-        code = f"import worker; worker.main({fd}, null={null!r}, preload={preload!r}, rank={rank!r}, world={world!r}, store={store!r})"
-        env = None if world is None else dict(os.environ, **ranklink.RANK_ENV)
-        self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=(fd,), close_fds=True, env=env)
-        theirs.close()
-        self.chan, self.fds, self.dead, self.done = mine, [], "", None
-        # CUDA, the null worker: its input buffer and what is copied there.
-        self.inp = self.private = None
-
-    def recv(self, want_fds=False):
-        """The worker's next message. With want_fds, the descriptors that
-        came with it are left in self.fds for the caller to close."""
-        try:
-            msg, fds = self.chan.recv()
-        except wire.Closed as e:
-            if "closed the channel" in str(e):
-                raise self.died()
-            self.proc.kill()
-            self.proc.wait()
-            self.dead = f"the submission's process wrote garbage on the harness's channel ({e})"
-            raise WorkerDied(self.dead)
-        if not want_fds:
-            for fd in fds:
-                os.close(fd)
-            fds = []
-        self.fds = fds
-        return msg
-
-    def send(self, obj, fds=()):
-        try:
-            self.chan.send(obj, fds)
-        except wire.Closed:
-            raise self.died()
-
-    def died(self, why=""):
-        try:
-            code = self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            code = self.proc.wait()
-        self.dead = death(code) + why
-        return WorkerDied(self.dead)
-
-    def close(self):
-        self.stop()
-        self.reap()
-
-    def stop(self):
-        """Tell the worker to stop; reap waits for it."""
-        try:
-            self.chan.send({"op": "stop"})
-        except (wire.Closed, OSError):
-            pass
-
-    def reap(self, wait=5):
-        try:
-            self.proc.wait(wait)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.chan.close()
-
-
-def maybe_cuda() -> bool:
-    """Whether this machine may have a CUDA device, before torch says."""
-    return os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/kfd")
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_DUMPABLE = 4
+        if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+            print(f"kernelbox harness: prctl(PR_SET_DUMPABLE): errno {ctypes.get_errno()}", file=sys.stderr)
+    except (OSError, AttributeError):
+        pass
 
 
 class Judge:
@@ -449,7 +415,7 @@ class Judge:
         here as a benchmark's first call is: a wrong kernel fails profile
         mode, and its report is not shown as if it were of a kernel that
         works."""
-        r = self.link.profile(data, os.environ.get("POPCORN_NCU") == "1")
+        r = self.link.profile(data, KNOBS["ncu"])
         if "error" in r:
             return {"error": r["error"]}
         msg = r.get("misuse") or self.judge(data, expected, r["out"])
@@ -536,7 +502,7 @@ class Judge:
     def alone(self, kind, case, data, expected, n, times, own, limits, least):
         """Up to n calls timed one to a window, into times: (a failure or
         None, whether enough calls are timed)."""
-        selftime = os.environ.get("KERNELBOX_JUDGE_SELFTIME") == "1"
+        selftime = KNOBS["selftime"]
         for _ in range(n):
             i = len(times)
             if kind == "leaderboard":
@@ -558,7 +524,7 @@ class Judge:
         """How many calls one window holds: enough that their kernel time
         reaches BATCH_WINDOW_NS, within MAX_BATCH (KERNELBOX_BENCH_BATCH
         lowers it; 1 times every call alone) and BATCH_BYTES of inputs."""
-        most = min(MAX_BATCH, int(os.environ.get("KERNELBOX_BENCH_BATCH", MAX_BATCH)))
+        most = min(MAX_BATCH, KNOBS["batch"] if KNOBS["batch"] is not None else MAX_BATCH)
         mid = sorted(alone)[len(alone) // 2] if alone else 0.0
         k = most if mid <= 0 else min(most, math.ceil(BATCH_WINDOW_NS / mid))
         size = self.link.lay_out([data])[2]
@@ -637,100 +603,3 @@ class JudgeFailed(WorkerDied):
 
 def wire_case(case):
     return ", ".join(f"{k}={v!r}" for k, v in case.items())
-
-
-class CpuLink:
-    """Inputs in sealed memfds the worker maps read-only; outputs in sealed
-    memfds of the worker's, read once the reply is here."""
-
-    # Calls are timed one to a window: the round trip is the clock.
-    batches = False
-
-    def __init__(self, judge):
-        self.j = judge
-
-    def prepare(self):
-        pass
-
-    def report(self):
-        return {}
-
-    def net(self, times, calls=1):
-        """The times with the clock's fixed cost taken off: on the CPU the
-        round trip is part of every submission's time alike."""
-        return [t / calls for t in times]
-
-    def call(self, data):
-        return self.timed([data], False)
-
-    def warm(self, seconds):
-        self.j.send({"op": "warm", "seconds": seconds})
-        return self.j.recv()
-
-    def timed(self, datas, selftime):
-        """One call on datas[0]: on the CPU a window holds one call."""
-        (data,) = datas
-        j, torch = self.j, self.j.torch
-        tensors = []
-        tree = wire.flatten(torch, data, tensors)
-        metas, size = wire.metas_of(torch, tensors)
-        fd = wire.sealed_memfd("kernelbox-input", torch, tensors, metas, size)
-        # The input travels with the call, and the clock starts before it
-        # is sent: whatever the worker does with an input (map it, or
-        # start on it in a hook of its own) is inside the window. Sent
-        # ahead, it was work done off the clock (4x on matmul).
-        t0 = time.perf_counter_ns()
-        try:
-            j.send({"op": "call", "data": tree, "tensors": metas, "size": size}, (fd,))
-        finally:
-            os.close(fd)
-        reply = j.recv(want_fds=True)
-        ns = time.perf_counter_ns() - t0
-        fds = j.fds
-        try:
-            if "error" in reply:
-                return {"error": str(reply["error"])}
-            return {"out": self.output(reply, fds), "ns": float(ns)}
-        except ValueError as e:
-            return {"error": f"the submission's process broke the protocol: {e}"}
-        finally:
-            for f in fds:
-                os.close(f)
-
-    def profile(self, data, ncu):
-        """Profile mode's one call (worker op profile), its input handed
-        over as a call's is and its output read as a call's is, untimed:
-        (out, report), or error."""
-        j, torch = self.j, self.j.torch
-        tensors = []
-        tree = wire.flatten(torch, data, tensors)
-        metas, size = wire.metas_of(torch, tensors)
-        fd = wire.sealed_memfd("kernelbox-input", torch, tensors, metas, size)
-        try:
-            j.send({"op": "profile", "ncu": ncu, "data": tree, "tensors": metas, "size": size}, (fd,))
-        finally:
-            os.close(fd)
-        reply = j.recv(want_fds=True)
-        fds = j.fds
-        try:
-            if "error" in reply:
-                return {"error": str(reply["error"])}
-            return {"out": self.output(reply, fds), "report": str(reply.get("report", ""))}
-        except ValueError as e:
-            return {"error": f"the submission's process broke the protocol: {e}"}
-        finally:
-            for f in fds:
-                os.close(f)
-
-    def output(self, reply, fds):
-        torch = self.j.torch
-        metas, size = reply.get("tensors"), reply.get("size")
-        if len(fds) != 1 or not wire.is_sealed(fds[0]):
-            raise ValueError("its output did not come in one sealed memfd")
-        if not isinstance(size, int) or size < 0 or os.fstat(fds[0]).st_size < size:
-            raise ValueError("its output's size does not add up")
-        why = wire.check_metas(torch, metas, size)
-        if why:
-            raise ValueError(why)
-        flat = wire.read_memfd(torch, fds[0], size)
-        return wire.unflatten(reply.get("out"), wire.views(torch, flat, metas))

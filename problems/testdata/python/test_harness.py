@@ -171,18 +171,20 @@ class WindowTest(unittest.TestCase):
         return j
 
     def test_batch_size(self):
-        os.environ.pop("KERNELBOX_BENCH_BATCH", None)
+        self.addCleanup(judge.KNOBS.update, dict(judge.KNOBS))
+        judge.KNOBS["batch"] = None
         small = self.judge_with(1 << 20)
         self.assertEqual(small.batch_size([30_000.0] * 10, None), judge.MAX_BATCH)  # 34 would reach the window
         self.assertEqual(small.batch_size([200_000.0] * 10, None), 5)
         self.assertEqual(small.batch_size([2_000_000.0] * 10, None), 1)  # long calls stay alone
         self.assertEqual(self.judge_with(64 << 20).batch_size([30_000.0] * 10, None), judge.BATCH_BYTES // (64 << 20))
         self.assertEqual(self.judge_with(2 << 30).batch_size([30_000.0] * 10, None), 1)
-        os.environ["KERNELBOX_BENCH_BATCH"] = "1"
-        try:
-            self.assertEqual(small.batch_size([30_000.0] * 10, None), 1)
-        finally:
-            del os.environ["KERNELBOX_BENCH_BATCH"]
+        judge.KNOBS["batch"] = 1
+        self.assertEqual(small.batch_size([30_000.0] * 10, None), 1)
+
+    def test_knobs_are_read_once(self):
+        knobs = judge.read_knobs({"KERNELBOX_BENCH_MAX_REPEATS": "7", "KERNELBOX_JUDGE_SELFTIME": "1", "KERNELBOX_BENCH_WALL_S": ""})
+        self.assertEqual((knobs["repeats"], knobs["wall"], knobs["selftime"], knobs["ncu"]), (7, None, True, False))
 
     def test_fused_keeps_honest_windows(self):
         j = self.judge_with(1)
