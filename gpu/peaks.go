@@ -11,11 +11,16 @@ type Peak struct {
 	Int8PerSec  float64 // dense int8 (or fp8, the larger) tensor op/s
 }
 
-// peaks are vendors' published figures for the SXM or OAM part where
-// there are several (the fastest form is the safe bound).
+// peaks are vendors' published figures for the fastest form of a model
+// where there are several (the safe bound), field by field: the SXM or OAM
+// part's throughput, and its bandwidth unless another form's is higher.
+// TypeOf names every form alike (an H100 NVL is an "H100"), so a figure
+// below any form's would put an honest kernel on that form under the floor.
 var peaks = map[string]Peak{
-	"A100":   {2.039e12, 312e12, 624e12},
-	"H100":   {3.35e12, 989e12, 1979e12},
+	"A100": {2.039e12, 312e12, 624e12},
+	// The H100 NVL's HBM3 (3.9 TB/s) is faster than the SXM's (3.35 TB/s);
+	// the SXM's tensor cores are the faster.
+	"H100":   {3.9e12, 989e12, 1979e12},
 	"H200":   {4.8e12, 989e12, 1979e12},
 	"H20":    {4.0e12, 148e12, 296e12},
 	"GH200":  {4.9e12, 989e12, 1979e12},
