@@ -203,6 +203,11 @@ func TestLibrary_AllProblemsLoad(t *testing.T) {
 		if task.Description == "" {
 			t.Errorf("%s: no description", name)
 		}
+		// A bundled floor says what its kernels must read (docs/problem-format.md,
+		// "The bundled problems' floors"): without it, the floor has only its slack.
+		if task.Floor != nil && task.Floor.Reads == nil {
+			t.Errorf("%s: a floor without reads", name)
+		}
 	}
 }
 
