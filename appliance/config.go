@@ -203,7 +203,8 @@ type MeasureConfig struct {
 	// Ceilings are a GPU type's peak rates for the problems' physics
 	// floors, over the datasheet figures kernelbox knows (gpu.PeakOf) and,
 	// for the cpu type, the bandwidth measured at start (gpu.CPUPeak); a
-	// GPU type with neither has no floor.
+	// GPU type with neither has no floor. An entry replaces them whole: a
+	// read floor needs its read_bytes_per_s.
 	Ceilings map[string]problems.Ceilings `yaml:"ceilings"`
 	// FloorSlack is the fraction of a physics floor a time may reach
 	// before the run is flagged (0: problems.DefaultFloorSlack).
@@ -224,7 +225,7 @@ func (m MeasureConfig) ceilings(slot Slot) *problems.Ceilings {
 		return &c
 	}
 	if slot.GPU == nil {
-		return floorCeilings(gpu.CPUPeak())
+		return cpuCeilings()
 	}
 	p, ok := gpu.PeakOf(gpu.TypeOf(slot.GPU.Name, nil))
 	if !ok {
@@ -252,8 +253,8 @@ func (m MeasureConfig) measuresCPU(slots []Slot) bool {
 // ceilings come from, or why there are none.
 func LocalCeilings(device string, inv gpu.Inventory) (ce *problems.Ceilings, from string) {
 	if device == "cpu" {
-		p := gpu.CPUPeak()
-		return floorCeilings(p), fmt.Sprintf("this host's measured bandwidth (%.1f GB/s, twice its best copy)", p.BytesPerSec/1e9)
+		ce := cpuCeilings()
+		return ce, fmt.Sprintf("this host's measured bandwidth (%.1f GB/s, twice its best copy)", ce.BytesPerSec/1e9)
 	}
 	var models []string
 	for _, g := range inv.GPUs {
@@ -274,9 +275,24 @@ func LocalCeilings(device string, inv gpu.Inventory) (ce *problems.Ceilings, fro
 	return floorCeilings(p), fmt.Sprintf("the %s datasheet (%.2f TB/s, %.0f TFLOP/s bf16)", models[0], p.BytesPerSec/1e12, p.BF16PerSec/1e12)
 }
 
-// floorCeilings are a peak as the problems' floors read it.
+// floorCeilings are a GPU's datasheet peak as the problems' floors read
+// it. Its bandwidth also bounds reads (the read floor, with no slack)
+// unless a memory-side cache sits in front of it: the judge's flush is
+// sized by L2 (at least 256 MB), which may leave a case's inputs in a
+// 256 MB Infinity Cache, read from it faster than the datasheet's HBM.
 func floorCeilings(p gpu.Peak) *problems.Ceilings {
-	return &problems.Ceilings{BytesPerSec: p.BytesPerSec, BF16PerSec: p.BF16PerSec, Int8PerSec: p.Int8PerSec}
+	ce := &problems.Ceilings{BytesPerSec: p.BytesPerSec, BF16PerSec: p.BF16PerSec, Int8PerSec: p.Int8PerSec}
+	if p.MemoryCacheBytes == 0 {
+		ce.ReadBytesPerSec = p.BytesPerSec
+	}
+	return ce
+}
+
+// cpuCeilings are the CPU backend's: this host's measured bandwidth
+// (gpu.CPUPeak), and no read ceiling, since the CPU judge flushes no
+// cache before a call.
+func cpuCeilings() *problems.Ceilings {
+	return &problems.Ceilings{BytesPerSec: gpu.CPUPeak().BytesPerSec}
 }
 
 func (m MeasureConfig) gateConfig() gpu.GateConfig {
@@ -420,7 +436,7 @@ func (c *Config) Validate() error {
 		bad("measurement.floor_slack", "want a fraction between 0 and 1, got %g", s)
 	}
 	for t, ce := range c.Measurement.Ceilings {
-		if ce.BytesPerSec < 0 || ce.BF16PerSec < 0 || ce.Int8PerSec < 0 {
+		if ce.BytesPerSec < 0 || ce.BF16PerSec < 0 || ce.Int8PerSec < 0 || ce.ReadBytesPerSec < 0 {
 			bad("measurement.ceilings", "%s: rates must not be negative", t)
 		}
 	}

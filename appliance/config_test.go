@@ -52,8 +52,9 @@ func TestConfig_Validate(t *testing.T) {
 	c.LeaseTTL = time.Millisecond
 	c.RateLimits = map[string]int{"bogus": 1}
 	c.CgroupParent = "/sys/fs/cgroup/kernelbox" // a path from the hierarchies' root, not of the mount
+	c.Measurement.Ceilings = map[string]problems.Ceilings{"H200": {BytesPerSec: 4.8e12, ReadBytesPerSec: -1}}
 	err := c.Validate()
-	for _, field := range []string{"config data", "config cpu_slots", "config lease_ttl", "config rate_limits", "config cgroup_parent"} {
+	for _, field := range []string{"config data", "config cpu_slots", "config lease_ttl", "config rate_limits", "config cgroup_parent", "config measurement.ceilings"} {
 		if err == nil || !strings.Contains(err.Error(), field) {
 			t.Errorf("Validate() = %v, want an error naming %q", err, field)
 		}
@@ -97,6 +98,8 @@ func TestMeasureConfig_Ceilings(t *testing.T) {
 	set := problems.Ceilings{BytesPerSec: 1e6}
 	measured := gpu.CPUPeak()
 	h, _ := gpu.PeakOf("H100")
+	mi300x := Slot{ID: "GPU-c", GPUType: "MI300X", Device: "cuda", GPU: &gpu.GPU{Name: "AMD Instinct MI300X"}}
+	mi, _ := gpu.PeakOf("MI300X")
 	for _, tt := range []struct {
 		name     string
 		ceilings map[string]problems.Ceilings
@@ -106,7 +109,9 @@ func TestMeasureConfig_Ceilings(t *testing.T) {
 	}{
 		{"cpu measured", nil, cpu, &problems.Ceilings{BytesPerSec: measured.BytesPerSec}, true},
 		{"cpu from the config", map[string]problems.Ceilings{"cpu": set}, cpu, &set, false},
-		{"known GPU", nil, h100, &problems.Ceilings{BytesPerSec: h.BytesPerSec, BF16PerSec: h.BF16PerSec, Int8PerSec: h.Int8PerSec}, false},
+		{"known GPU", nil, h100, &problems.Ceilings{BytesPerSec: h.BytesPerSec, BF16PerSec: h.BF16PerSec, Int8PerSec: h.Int8PerSec, ReadBytesPerSec: h.BytesPerSec}, false},
+		// The judge's flush may leave inputs in its Infinity Cache: no read floor.
+		{"memory-side cache", nil, mi300x, &problems.Ceilings{BytesPerSec: mi.BytesPerSec, BF16PerSec: mi.BF16PerSec, Int8PerSec: mi.Int8PerSec}, false},
 		{"GPU from the config", map[string]problems.Ceilings{"X1": set}, odd, &set, false},
 		{"unknown GPU", nil, odd, nil, false},
 	} {
@@ -147,7 +152,7 @@ func TestLocalCeilings(t *testing.T) {
 		from   string
 	}{
 		{"cpu", "cpu", gpus(), &problems.Ceilings{BytesPerSec: gpu.CPUPeak().BytesPerSec}, "this host's measured bandwidth"},
-		{"one model", "cuda", gpus("NVIDIA H200", "NVIDIA H200"), &problems.Ceilings{BytesPerSec: h.BytesPerSec, BF16PerSec: h.BF16PerSec, Int8PerSec: h.Int8PerSec}, "the H200 datasheet"},
+		{"one model", "cuda", gpus("NVIDIA H200", "NVIDIA H200"), &problems.Ceilings{BytesPerSec: h.BytesPerSec, BF16PerSec: h.BF16PerSec, Int8PerSec: h.Int8PerSec, ReadBytesPerSec: h.BytesPerSec}, "the H200 datasheet"},
 		{"two models", "cuda", gpus("NVIDIA H200", "NVIDIA A100-SXM4-40GB"), nil, "none: the harness may pick any of this host's GPUs, of models H200, A100"},
 		{"unknown model", "cuda", gpus("NVIDIA X1"), nil, "none: kernelbox knows no datasheet figures for the X1"},
 		{"no GPU found", "cuda", gpus(), nil, "none: no GPU found (NVIDIA: no driver)"},

@@ -557,41 +557,6 @@ func lastLine(s string) string {
 	return truncate(s, 200)
 }
 
-// applyFloor sets each benchmark's MinNs from the task's floor and the device's
-// ceilings, and notes the means below it.
-func applyFloor(t *Task, opts EvalOptions, rep *Report) error {
-	if t.Floor == nil || opts.Ceilings == nil {
-		return nil
-	}
-	slack := opts.FloorSlack
-	if slack <= 0 {
-		slack = DefaultFloorSlack
-	}
-	cases := t.BenchmarksFor(opts.Device)
-	for i := range rep.Benchmarks {
-		b := &rep.Benchmarks[i]
-		// The message names the task's case, not b.Spec: a private run's
-		// spec carries the seed mixed with the secret.
-		if b.Index < 0 || b.Index >= len(cases) {
-			continue
-		}
-		ns, err := t.Floor.Ns(cases[b.Index], *opts.Ceilings)
-		if err != nil {
-			return err
-		}
-		if ns <= 0 {
-			continue
-		}
-		b.MinNs = ns * slack
-		if b.Runs > 0 && b.Mean < b.MinNs {
-			rep.Flags = append(rep.Flags, Flag{Rule: FlagPhysicsFloor, Message: fmt.Sprintf(
-				"benchmark %d (%s): mean %s is under %s, %.0f %% of the least time this device's peak bandwidth and throughput allow (%s)",
-				b.Index, cases[b.Index], FormatNS(b.Mean), FormatNS(b.MinNs), slack*100, FormatNS(ns))})
-		}
-	}
-	return nil
-}
-
 // FormatNS prints a duration given in nanoseconds with three decimals in
 // the unit that suits it.
 func FormatNS(ns float64) string {

@@ -19,6 +19,12 @@ import (
 // but a broken timer or a cheat.
 type Floor struct {
 	Bytes *Expr
+	// Reads are the bytes of Bytes a kernel must read from device memory:
+	// its inputs, which our judge evicts from L2 before every timed call,
+	// so no cache can serve them. Unlike Bytes, which counts writes a
+	// call's end may find still in L2 and may count more than a clever
+	// kernel moves, they bound a time with no slack (ReadNs).
+	Reads *Expr
 	FLOPs *Expr
 	// Math names the ceiling the operations are measured against: bf16
 	// (the default: dense fp16/bf16 tensor cores) or int8/fp8, whose
@@ -31,6 +37,11 @@ type Ceilings struct {
 	BytesPerSec float64 `json:"bytes_per_s,omitempty" yaml:"bytes_per_s"`
 	BF16PerSec  float64 `json:"bf16_flops_per_s,omitempty" yaml:"bf16_flops_per_s"`
 	Int8PerSec  float64 `json:"int8_ops_per_s,omitempty" yaml:"int8_ops_per_s"`
+	// ReadBytesPerSec is the fastest a kernel can read bytes that L2 does
+	// not hold: device memory's peak, or 0 (no read floor) where a cache
+	// the judge's L2 flush may not empty could serve them (AMD's Infinity
+	// Cache, the CPU's caches).
+	ReadBytesPerSec float64 `json:"read_bytes_per_s,omitempty" yaml:"read_bytes_per_s"`
 }
 
 // FloorMath lists the values of floor.math.
@@ -65,6 +76,21 @@ func (f *Floor) Ns(c Case, ce Ceilings) (float64, error) {
 	return best, nil
 }
 
+// ReadNs is the read floor of one case in nanoseconds: its reads at the
+// ceilings' read bandwidth, or 0 when either is missing. It is a hard
+// bound, held to with no slack: inputs evicted from L2 come from device
+// memory, at no more than its peak, within the timed call.
+func (f *Floor) ReadNs(c Case, ce Ceilings) (float64, error) {
+	if f == nil || f.Reads == nil || ce.ReadBytesPerSec <= 0 {
+		return 0, nil
+	}
+	b, err := f.Reads.Eval(caseNumbers(c))
+	if err != nil {
+		return 0, fmt.Errorf("floor.reads for %s: %w", c, err)
+	}
+	return b / ce.ReadBytesPerSec * 1e9, nil
+}
+
 func caseNumbers(c Case) map[string]float64 {
 	vars := map[string]float64{}
 	for _, k := range c.Keys {
@@ -81,7 +107,7 @@ func parseFloor(c *collector, n *yaml.Node) *Floor {
 		k, v := kv[0], kv[1]
 		field := "floor." + k.Value
 		switch k.Value {
-		case "bytes", "flops":
+		case "bytes", "reads", "flops":
 			s, ok := scalarString(c, field, v)
 			if !ok {
 				continue
@@ -92,9 +118,12 @@ func parseFloor(c *collector, n *yaml.Node) *Floor {
 				continue
 			}
 			e.line = v.Line
-			if k.Value == "bytes" {
+			switch k.Value {
+			case "bytes":
 				f.Bytes = e
-			} else {
+			case "reads":
+				f.Reads = e
+			default:
 				f.FLOPs = e
 			}
 		case "math":
@@ -105,18 +134,20 @@ func parseFloor(c *collector, n *yaml.Node) *Floor {
 				f.Math = s
 			}
 		default:
-			c.add(k.Line, field, "unknown key; a floor has bytes, flops and math")
+			c.add(k.Line, field, "unknown key; a floor has bytes, reads, flops and math")
 		}
 	}
-	if f.Bytes == nil && f.FLOPs == nil {
-		c.add(n.Line, "floor", "needs bytes, flops or both")
+	if f.Bytes == nil && f.Reads == nil && f.FLOPs == nil {
+		c.add(n.Line, "floor", "needs bytes, reads or flops")
 	}
 	return f
 }
 
 // validateFloor evaluates the formulas on every benchmark case, so that a
 // name the cases lack or a negative count is an error when the problem
-// loads, not when a ranked run ends.
+// loads, not when a ranked run ends. Reads above bytes are an error too:
+// the bytes read are among those moved, and a read floor is applied with
+// no slack, so a count too high flags honest kernels.
 func validateFloor(c *collector, t *Task) {
 	if t.Floor == nil {
 		return
@@ -127,10 +158,11 @@ func validateFloor(c *collector, t *Task) {
 	}{{"benchmarks", t.Benchmarks}, {"cpu_benchmarks", t.CPUBenchmarks}} {
 		for i, cs := range set.cases {
 			vars := caseNumbers(cs)
+			counts := map[string]float64{}
 			for _, e := range []struct {
 				name string
 				expr *Expr
-			}{{"floor.bytes", t.Floor.Bytes}, {"floor.flops", t.Floor.FLOPs}} {
+			}{{"floor.bytes", t.Floor.Bytes}, {"floor.reads", t.Floor.Reads}, {"floor.flops", t.Floor.FLOPs}} {
 				if e.expr == nil {
 					continue
 				}
@@ -140,10 +172,72 @@ func validateFloor(c *collector, t *Task) {
 				}
 				if err != nil {
 					c.add(e.expr.line, e.name, "on %s[%d] (%s): %v", set.field, i, cs, err)
+					continue
 				}
+				counts[e.name] = v
+			}
+			reads, okR := counts["floor.reads"]
+			bytes, okB := counts["floor.bytes"]
+			if okR && okB && reads > bytes {
+				c.add(t.Floor.Reads.line, "floor.reads", "on %s[%d] (%s): %g is more than floor.bytes, %g; the bytes read are among those moved",
+					set.field, i, cs, reads, bytes)
 			}
 		}
 	}
+}
+
+// applyFloor sets each benchmark's MinNs from the task's floor and the device's
+// ceilings, and notes the means below it: the larger of slack × the floor
+// and the read floor, which has no slack (Floor.ReadNs).
+func applyFloor(t *Task, opts EvalOptions, rep *Report) error {
+	if t.Floor == nil || opts.Ceilings == nil {
+		return nil
+	}
+	slack := opts.FloorSlack
+	if slack <= 0 {
+		slack = DefaultFloorSlack
+	}
+	ce := *opts.Ceilings
+	if !flushesInputs(t, opts.Device) {
+		ce.ReadBytesPerSec = 0
+	}
+	cases := t.BenchmarksFor(opts.Device)
+	for i := range rep.Benchmarks {
+		b := &rep.Benchmarks[i]
+		// The message names the task's case, not b.Spec: a private run's
+		// spec carries the seed mixed with the secret.
+		if b.Index < 0 || b.Index >= len(cases) {
+			continue
+		}
+		ns, err := t.Floor.Ns(cases[b.Index], ce)
+		if err != nil {
+			return err
+		}
+		reads, err := t.Floor.ReadNs(cases[b.Index], ce)
+		if err != nil {
+			return err
+		}
+		b.MinNs = max(ns*slack, reads)
+		if b.MinNs <= 0 || b.Runs == 0 || b.Mean >= b.MinNs {
+			continue
+		}
+		msg := fmt.Sprintf("%.0f %% of the least time this device's peak bandwidth and throughput allow (%s)", slack*100, FormatNS(ns))
+		if reads >= ns*slack {
+			msg = "the least time in which this device's memory can deliver the inputs at its peak bandwidth, with no slack: the read floor"
+		}
+		rep.Flags = append(rep.Flags, Flag{Rule: FlagPhysicsFloor, Message: fmt.Sprintf("benchmark %d (%s): mean %s is under %s, %s",
+			b.Index, cases[b.Index], FormatNS(b.Mean), FormatNS(b.MinNs), msg)})
+	}
+	return nil
+}
+
+// flushesInputs says whether a run of t on device reads every case's
+// inputs from device memory: our judge times it on a GPU, evicting L2 and
+// resetting persisting lines before each timed call. The CPU judge flushes
+// no cache (a case's inputs, cloned just before the call, may sit in it),
+// and a problem's own harness may flush nothing.
+func flushesInputs(t *Task, device string) bool {
+	return device != "cpu" && t.Lang == LangPython && t.TimedBy() == TimedByJudge
 }
 
 // Expr is a parsed arithmetic formula: numbers, case keys, + - * / **,

@@ -111,3 +111,93 @@ floor: {bytes: "3 * n * 2"}
 		t.Errorf("applyFloor without ceilings = %v, %+v", err, rep2)
 	}
 }
+
+func TestFloor_ReadNs(t *testing.T) {
+	t.Parallel()
+	reads, _ := ParseExpr("2 * n * 2")
+	c := NewCase("n", "1500", "seed", "4")
+	for _, tt := range []struct {
+		name  string
+		floor *Floor
+		ce    Ceilings
+		want  float64
+	}{
+		{"reads", &Floor{Reads: reads}, Ceilings{ReadBytesPerSec: 6e9}, 1000}, // 6000 B at 6 GB/s
+		{"no read ceiling", &Floor{Reads: reads}, Ceilings{BytesPerSec: 6e9}, 0},
+		{"no reads", &Floor{}, Ceilings{ReadBytesPerSec: 6e9}, 0},
+		{"no floor", nil, Ceilings{ReadBytesPerSec: 6e9}, 0},
+	} {
+		got, err := tt.floor.ReadNs(c, tt.ce)
+		if err != nil || math.Abs(got-tt.want) > 1e-6 {
+			t.Errorf("%s: ReadNs() = %v, %v; want %v", tt.name, got, err, tt.want)
+		}
+	}
+}
+
+// TestApplyFloor_Reads: the read floor flags a mean under it with no
+// slack, and only where our judge evicts the inputs from L2 before each
+// call (a GPU, our Python judge) and the ceilings give a read bandwidth.
+func TestApplyFloor_Reads(t *testing.T) {
+	t.Parallel()
+	task := func(harness string) *Task {
+		t.Helper()
+		// reference.py is among the files so that a KernelBot-format
+		// problem is one our judge takes.
+		task, err := LoadTask(writeProblem(t, `files:
+  - {name: submission.py, source: "@SUBMISSION@"}
+  - {name: reference.py, source: reference.py}
+  - {name: eval.py, source: eval.py}
+lang: py
+config: {main: eval.py}
+harness: `+harness+`
+tests: [{n: 1, seed: 1}]
+benchmarks: [{n: 1000, seed: 2}]
+floor: {bytes: "3 * n * 2", reads: "2 * n * 2"}
+`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return task
+	}
+	judged, own := task("kernelbot"), task("own")
+	gpuCe := &Ceilings{BytesPerSec: 6e9, ReadBytesPerSec: 6e9}
+	// At 6 GB/s: the floor 1000 ns (500 at the default slack), the read
+	// floor 666.7 ns.
+	const readFloor = 4000 / 6e9 * 1e9
+	for _, tt := range []struct {
+		name    string
+		task    *Task
+		device  string
+		ce      *Ceilings
+		slack   float64
+		mean    float64
+		wantMin float64
+		wantMsg string // "": not flagged
+	}{
+		{"under the read floor", judged, "cuda", gpuCe, 0, 600, readFloor, "mean 600 ns is under 667 ns, the least time in which this device's memory can deliver the inputs at its peak bandwidth, with no slack: the read floor"},
+		{"over the read floor, under the floor", judged, "cuda", gpuCe, 0, 700, readFloor, ""},
+		{"under both", judged, "cuda", gpuCe, 0, 100, readFloor, "the read floor"},
+		{"slack above the read floor", judged, "cuda", gpuCe, 0.9, 800, 900, "mean 800 ns is under 900 ns, 90 % of the least time"},
+		{"no read ceiling", judged, "cuda", &Ceilings{BytesPerSec: 6e9}, 0, 600, 500, ""},
+		{"cpu: no flush", judged, "cpu", gpuCe, 0, 600, 500, ""},
+		{"cpu: under the slack floor", judged, "cpu", gpuCe, 0, 400, 500, "mean 400 ns is under 500 ns, 50 % of the least time"},
+		{"own harness: no flush", own, "cuda", gpuCe, 0, 600, 500, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rep := &Report{Benchmarks: []BenchmarkResult{{Index: 0, Runs: 10, Mean: tt.mean}}}
+			if err := applyFloor(tt.task, EvalOptions{Device: tt.device, Ceilings: tt.ce, FloorSlack: tt.slack}, rep); err != nil {
+				t.Fatal(err)
+			}
+			if got := rep.Benchmarks[0].MinNs; math.Abs(got-tt.wantMin) > 1e-6 {
+				t.Errorf("MinNs = %v, want %v", got, tt.wantMin)
+			}
+			switch {
+			case tt.wantMsg == "" && len(rep.Flags) > 0:
+				t.Errorf("Flags = %+v, want none", rep.Flags)
+			case tt.wantMsg != "" && (len(rep.Flags) != 1 || rep.Flags[0].Rule != FlagPhysicsFloor || !strings.Contains(rep.Flags[0].Message, tt.wantMsg)):
+				t.Errorf("Flags = %+v, want one PHYSICS_FLOOR containing %q", rep.Flags, tt.wantMsg)
+			}
+		})
+	}
+}

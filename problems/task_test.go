@@ -117,7 +117,10 @@ func TestLoadTask_Invalid(t *testing.T) {
 		{"floor unknown name", validTask + "floor: {bytes: \"2 * rows\"}\n", []string{`floor.bytes: on benchmarks[0] (size: 4096; seed: 3): the case has no number "rows"`}},
 		{"floor negative", validTask + "floor: {flops: \"size - 5000\"}\n", []string{"floor.flops: on benchmarks[0] (size: 4096; seed: 3): is -904, not a count"}},
 		{"floor bad math", validTask + "floor: {flops: size, math: fp4}\n", []string{`floor.math: must be one of bf16, int8, fp8, got "fp4"`}},
-		{"floor empty", validTask + "floor: {math: int8}\n", []string{"floor: needs bytes, flops or both"}},
+		{"floor empty", validTask + "floor: {math: int8}\n", []string{"floor: needs bytes, reads or flops"}},
+		{"floor reads over bytes", validTask + "floor: {bytes: \"size\", reads: \"2 * size\"}\n", []string{"task.yml:15: floor.reads: on benchmarks[0] (size: 4096; seed: 3): 8192 is more than floor.bytes, 4096"}},
+		{"floor reads negative", validTask + "floor: {reads: \"size - 5000\"}\n", []string{"floor.reads: on benchmarks[0] (size: 4096; seed: 3): is -904, not a count"}},
+		{"floor reads unknown name", validTask + "floor: {bytes: size, reads: \"rows\"}\n", []string{`floor.reads: on benchmarks[0] (size: 4096; seed: 3): the case has no number "rows"`}},
 		{"floor unknown function", validTask + "floor: {bytes: \"log(size)\"}\n", []string{`unknown function "log"`}},
 		{"bad harness", validTask + "harness: theirs\n", []string{`harness: must be kernelbot, kernelbox or own, got "theirs"`}},
 		{"cu needs sources", strings.Replace(validTask, "lang: py\nconfig: {main: eval.py}", "lang: cu\nconfig: {sources: [main.cu]}", 1), []string{`config.sources[0]: "main.cu" is not one of the files`}},
@@ -199,6 +202,11 @@ func TestLibrary_AllProblemsLoad(t *testing.T) {
 		}
 		if task.Description == "" {
 			t.Errorf("%s: no description", name)
+		}
+		// A bundled floor says what its kernels must read (docs/problem-format.md,
+		// "The bundled problems' floors"): without it, the floor has only its slack.
+		if task.Floor != nil && task.Floor.Reads == nil {
+			t.Errorf("%s: a floor without reads", name)
 		}
 	}
 }
