@@ -18,18 +18,28 @@ stay here), profile mode too; multi-GPU runs on CUDA still use gang.py, whose
 answers a second check in this process verifies.
 """
 
-import json
-import math
-import os
-import re
 import sys
-import time
 
-import gang
-import judge
-import ranklink
-import wire
-from judge import Judge, WorkerDied, maybe_cuda, plain_output, stats  # noqa: F401 (plain_output: the harness's tests import it from here)
+# First of all: the run directory, where Python puts this script's folder
+# at the head of sys.path, is the submission's to write (an archive's
+# files land there before this process starts). Searched first, a json.py
+# of its own would be imported here in place of the standard library's,
+# with the secret seed and the result descriptor in reach. It goes last:
+# the interpreter's own modules and site-packages come first, and only
+# the harness's and the problem's modules are found there.
+sys.path.append(sys.path.pop(0))
+
+import json  # noqa: E402
+import math  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import time  # noqa: E402
+
+import gang  # noqa: E402
+import judge  # noqa: E402
+import ranklink  # noqa: E402
+import wire  # noqa: E402
+from judge import Judge, WorkerDied, maybe_cuda, plain_output, stats  # noqa: E402,F401 (plain_output: the harness's tests import it from here)
 
 EXIT_OK, EXIT_CUDA, EXIT_PIPE, EXIT_VALIDATION, EXIT_BAD_CASE, EXIT_TIMEOUT = 0, 110, 111, 112, 113, 114
 # Ours, beyond KernelBot's codes: the harness itself could not start (torch

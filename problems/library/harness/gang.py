@@ -23,6 +23,7 @@ import threading
 import time
 import traceback
 
+import wire
 from judge import WorkerDied, enough, expected_of, limits_for, plain_output, stats, verdict  # noqa: F401 (guarded names)
 from ranklink import RANK_ENV, rank_inputs, ranks_expected
 
@@ -513,7 +514,7 @@ class Pool:
         # the worker starts, not after it: on a GPU that is seconds. The
         # ranks of a gang share one.
         self.loader = loader or CheckerLoad(self.ship_fd if check else None)
-        code = f"import gang; gang.worker_main({job_r}, {reply_w}, {self.ship_fd}, {rank!r}, {world!r}, {store!r})"
+        code = wire.SAFE_PATH + f"import gang; gang.worker_main({job_r}, {reply_w}, {self.ship_fd}, {rank!r}, {world!r}, {store!r})"
         env = None
         if world is not None:
             env = dict(os.environ, **RANK_ENV)

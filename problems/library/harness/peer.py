@@ -8,7 +8,7 @@ import sys
 
 import ranklink
 import wire
-from wire import WorkerDied
+from wire import SAFE_PATH, WorkerDied
 
 
 def death(code) -> str:
@@ -26,7 +26,7 @@ class Peer:
     def __init__(self, null=False, preload=False, rank=None, world=None, store=None):
         mine, theirs = wire.Channel.pair()
         fd = theirs.fileno()
-        code = f"import worker; worker.main({fd}, null={null!r}, preload={preload!r}, rank={rank!r}, world={world!r}, store={store!r})"
+        code = (SAFE_PATH if null else "") + f"import worker; worker.main({fd}, null={null!r}, preload={preload!r}, rank={rank!r}, world={world!r}, store={store!r})"
         env = None if world is None else dict(os.environ, **ranklink.RANK_ENV)
         self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=(fd,), close_fds=True, env=env)
         theirs.close()

@@ -21,6 +21,11 @@ import os
 import socket
 import time
 
+# What a worker's `python -c` runs first: its working directory (the run
+# directory, which a submission's files may fill with modules named like
+# the standard library's) goes last on sys.path. The null worker above
+# all must import the real ones: its times are the clock's offset.
+SAFE_PATH = "import sys; sys.path.append(sys.path.pop(0)); "
 # The largest message; layouts are small, tensors never travel inline.
 MAX_MESSAGE = 1 << 20
 # The most bytes one hand-over (an input or an output) may take.
