@@ -53,9 +53,10 @@ class CpuLink:
         # is sent: whatever the worker does with an input (map it, or
         # start on it in a hook of its own) is inside the window. Sent
         # ahead, it was work done off the clock (4x on matmul).
+        nonce = wire.nonce()
         t0 = time.perf_counter_ns()
         try:
-            j.send({"op": "call", "data": tree, "tensors": metas, "size": size}, (fd,))
+            j.send({"op": "call", "nonce": nonce, "data": tree, "tensors": metas, "size": size}, (fd,))
         finally:
             os.close(fd)
         reply = j.recv(want_fds=True)
@@ -64,9 +65,10 @@ class CpuLink:
         try:
             if "error" in reply:
                 return {"error": str(reply["error"])}
+            wire.check_nonce(reply, nonce)
             return {"out": self.output(reply, fds), "ns": float(ns)}
-        except ValueError as e:
-            return {"error": f"the submission's process broke the protocol: {e}"}
+        except wire.BAD_REPLY as e:
+            return {"error": f"the submission's process broke the protocol: {type(e).__name__}: {e}"[:2000]}
         finally:
             for f in fds:
                 os.close(f)
@@ -90,8 +92,8 @@ class CpuLink:
             if "error" in reply:
                 return {"error": str(reply["error"])}
             return {"out": self.output(reply, fds), "report": str(reply.get("report", ""))}
-        except ValueError as e:
-            return {"error": f"the submission's process broke the protocol: {e}"}
+        except wire.BAD_REPLY as e:
+            return {"error": f"the submission's process broke the protocol: {type(e).__name__}: {e}"[:2000]}
         finally:
             for f in fds:
                 os.close(f)
@@ -101,10 +103,14 @@ class CpuLink:
         metas, size = reply.get("tensors"), reply.get("size")
         if len(fds) != 1 or not wire.is_sealed(fds[0]):
             raise ValueError("its output did not come in one sealed memfd")
-        if not isinstance(size, int) or size < 0 or os.fstat(fds[0]).st_size < size:
+        if not wire.is_int(size) or size < 0 or os.fstat(fds[0]).st_size < size:
             raise ValueError("its output's size does not add up")
         why = wire.check_metas(torch, metas, size)
         if why:
             raise ValueError(why)
+        if size > wire.extent(metas):
+            # Bytes no tensor holds: read, they would be the judge's memory
+            # to spend on a sparse memfd's say-so.
+            raise ValueError(f"its output's memfd claims {size} bytes, its tensors {wire.extent(metas)}")
         flat = wire.read_memfd(torch, fds[0], size)
-        return wire.unflatten(reply.get("out"), wire.views(torch, flat, metas))
+        return wire.unflatten(reply.get("out"), wire.views(torch, flat, metas), output=True)

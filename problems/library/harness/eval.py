@@ -139,7 +139,7 @@ class JudgeRanks:
     judge over world_size ranks, started when a case first needs it."""
 
     def __init__(self, gpus):
-        self.gpus, self.judge, self.flags = gpus, None, []
+        self.gpus, self.judge, self.flags, self.ran = gpus, None, [], False
         self.go_at = None
 
     def ask(self, kind, case):
@@ -147,8 +147,10 @@ class JudgeRanks:
         if isinstance(world, str):
             return {"error": world, "bad_case": True}
         if self.judge is None or self.judge.world != world:
+            fresh = self.judge is None and not self.ran
             self.close()
-            self.judge = Judge(world=world)
+            self.judge = Judge(world=world, fresh=fresh)
+        self.ran = True
         return self.judge.ask(kind, case)
 
     def close(self):

@@ -204,9 +204,9 @@ class Judge:
 
     # A one-device run's, unless __init__ says otherwise.
     world, ranks, rendezvous = None, (), None
-    flags, timed_any, offsets = (), False, None
+    flags, timed_any, offsets, copy_inputs = (), False, None, False
 
-    def __init__(self, go=lambda: None, preload=False, standby=False, timed=True, world=None):
+    def __init__(self, go=lambda: None, preload=False, standby=False, timed=True, world=None, fresh=True):
         """go blocks until the device is this run's (a warm start: the
         sandbox's gate); everything before it touches no device and runs
         no user code. With preload the worker also imports Triton before
@@ -215,9 +215,12 @@ class Judge:
         after it. Without timed (a profile run) the judge times no call,
         and starts no null worker to calibrate its clock against. With
         world, a multi-GPU problem's world_size ranks, a worker each
-        (ranklink.py)."""
+        (ranklink.py). Not fresh: a submission of this run has already run
+        in this directory (an earlier world's ranks) and may have left
+        files a new worker imports, so a worker that cannot start is then
+        the submission's doing, not the box's."""
         self.peer = None
-        self.world, self.ranks, self.rendezvous = world, [], None
+        self.world, self.ranks, self.rendezvous, self.fresh = world, [], None, fresh
         self.broken = None
         self.go_at = None  # perf_counter_ns when the gate opened
         # (rule, message) of what the run's timings give away, for the
@@ -276,7 +279,7 @@ class Judge:
         # A KernelBot problem's submission may write into its input (an
         # output buffer among them), as KernelBot's harness allows on a
         # copy: its worker gets a copy (worker.Worker.inputs).
-        copy = getattr(reference.check_implementation, "expected", None) is None
+        copy = self.copy_inputs = getattr(reference.check_implementation, "expected", None) is None
         for p in (self.ranks or [self.peer]) + [null]:
             if p is not None:
                 p.send({"op": "go", "copy_inputs": copy and p is self.peer})
@@ -294,9 +297,9 @@ class Judge:
         for p in self.ranks or [self.peer]:
             hello = p.recv()
             if "fatal" in hello:
-                raise WorkerDied(str(hello["fatal"]), setup=True)
+                raise WorkerDied(str(hello["fatal"]), setup=self.fresh)
             if hello.get("device") != self.dev:
-                raise WorkerDied(f"the worker sees device {hello.get('device')!r}, the judge {self.dev!r}", setup=True)
+                raise WorkerDied(f"the worker sees device {hello.get('device')!r}, the judge {self.dev!r}", setup=self.fresh)
         self.marks["hello"] = time.perf_counter_ns() - self.go_at
         if self.world is not None:
             if self.dev != "cpu":
@@ -424,6 +427,11 @@ class Judge:
         return {"report": r["report"]}
 
     def benchmark(self, kind, case, data, expected):
+        if kind == "leaderboard" and case.get("seed") is None:
+            # Its input would repeat call after call: an answer kept from the
+            # first call would be a score.
+            return {"error": f"a ranked case needs a seed, which the judge replaces for every call ({wire_case(case)})",
+                    "bad_case": True}
         repeats, budget_s, wall_s = limits_for(self.dev, kind)
         r = self.link.call(data)
         if "error" in r:

@@ -120,13 +120,13 @@ class RankLink:
         """One call on every rank; datas[0] holds every rank's input."""
         (ranks,) = datas
         torch = self.j.torch
-        sends = []
+        sends, nonce = [], wire.nonce()
         try:
             for data in ranks:
                 tensors = []
                 tree = wire.flatten(torch, data, tensors)
                 metas, size = wire.metas_of(torch, tensors)
-                sends.append(({"op": "call", "data": tree, "tensors": metas, "size": size},
+                sends.append(({"op": "call", "nonce": nonce, "data": tree, "tensors": metas, "size": size},
                               wire.sealed_memfd("kernelbox-input", torch, tensors, metas, size)))
             t0 = time.perf_counter_ns()
             for p, (msg, fd) in zip(self.peers, sends):
@@ -142,9 +142,10 @@ class RankLink:
                 if not err and "error" in reply:
                     err = f"rank {r}: {reply['error']}"
                 elif not err:
+                    wire.check_nonce(reply, nonce)
                     outs.append(self.cpu.output(reply, fds))
-            except ValueError as e:
-                err = f"rank {r}: the submission's process broke the protocol: {e}"
+            except wire.BAD_REPLY as e:
+                err = f"rank {r}: the submission's process broke the protocol: {type(e).__name__}: {e}"[:2000]
             finally:
                 for f in fds:
                     os.close(f)

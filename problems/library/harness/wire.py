@@ -31,6 +31,7 @@ MAX_MESSAGE = 1 << 20
 # The most bytes one hand-over (an input or an output) may take.
 MAX_BYTES = 64 << 30
 ALIGN = 256
+MAX_DIMS = 64
 SEALS = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
 # Linux 5.1's F_SEAL_FUTURE_WRITE (Python names it from 3.9 on some builds).
 F_SEAL_FUTURE_WRITE = getattr(fcntl, "F_SEAL_FUTURE_WRITE", 0x0010)
@@ -61,6 +62,23 @@ class WorkerDied(Exception):
     def __init__(self, message, setup=False):
         super().__init__(message)
         self.setup = setup  # the harness's own set-up failed, not user code
+
+
+# What reading a worker's reply can raise when the reply is malformed:
+# the submission breaking the protocol, never the judge failing.
+BAD_REPLY = (ValueError, TypeError, KeyError, IndexError, RecursionError, OverflowError, MemoryError)
+
+
+def nonce():
+    """A call's token, which its reply must echo (check_nonce): on the
+    CPU the reply's arrival is the clock, and one sent ahead of its call
+    would stop it early."""
+    return int.from_bytes(os.urandom(8), "little")
+
+
+def check_nonce(reply, sent):
+    if reply.get("nonce") != sent:
+        raise ValueError("its reply does not answer this call (a reply sent ahead of its call?)")
 
 
 class Closed(Exception):
@@ -101,7 +119,7 @@ class Channel:
             raise Closed("a message was cut short")
         try:
             obj = json.loads(data)
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:
             for fd in fds:
                 os.close(fd)
             raise Closed("a message is not JSON") from e
@@ -139,31 +157,38 @@ def flatten(torch, data, tensors):
     raise TypeError(f"the input holds a {type(data).__name__}, which the judge cannot hand over")
 
 
-def unflatten(tree, tensors):
-    """data back from a flatten() tree and its tensors. The tree may come
-    from the worker: whatever is wrong with it is a ValueError, which the
-    judge reports as the submission breaking the protocol (never as its
-    own failure)."""
+# What an output may hold: tensors in tuples and lists (worker.layout_of),
+# never a value or a dict that a KernelBot-style check would take unvetted.
+OUTPUT_KINDS = ("t", "tuple", "list")
+
+
+def unflatten(tree, tensors, output=False):
+    """data back from a flatten() tree and its tensors; an output's tree
+    (output) holds only OUTPUT_KINDS. The tree may come from the worker:
+    whatever is wrong with it is a ValueError, which the judge reports as
+    the submission breaking the protocol (never as its own failure)."""
     try:
-        return _unflatten(tree, tensors)
+        return _unflatten(tree, tensors, OUTPUT_KINDS if output else None)
     except (TypeError, KeyError, IndexError, RecursionError) as e:
         raise ValueError(f"a layout does not add up: {type(e).__name__}: {e}") from None
 
 
-def _unflatten(tree, tensors):
+def _unflatten(tree, tensors, kinds=None):
     if not isinstance(tree, dict) or len(tree) != 1:
         raise ValueError("a layout node is not a one-key object")
     (kind, v), = tree.items()
+    if kinds is not None and kind not in kinds:
+        raise ValueError(f"an output holds a {kind!r} node: it must be plain tensors in tuples or lists")
     if kind == "t":
         if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < len(tensors):
             raise ValueError(f"a layout names tensor {v!r} of {len(tensors)}")
         return tensors[v]
     if kind == "tuple":
-        return tuple(_unflatten(x, tensors) for x in v)
+        return tuple(_unflatten(x, tensors, kinds) for x in v)
     if kind == "list":
-        return [_unflatten(x, tensors) for x in v]
+        return [_unflatten(x, tensors, kinds) for x in v]
     if kind == "dict":
-        return {k: _unflatten(x, tensors) for k, x in v}
+        return {k: _unflatten(x, tensors, kinds) for k, x in v}
     if kind == "v":
         return v
     raise ValueError(f"a layout node of kind {kind!r}")
@@ -192,12 +217,22 @@ def check_metas(torch, metas, size):
         if not isinstance(m, dict):
             return "a tensor's layout is not an object"
         dtype, shape, off, n = m.get("dtype"), m.get("shape"), m.get("offset"), m.get("nbytes")
-        if dtype not in DTYPES or not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
-            return f"a tensor is described as dtype {dtype!r} and shape {shape!r}"
+        if dtype not in DTYPES or not isinstance(shape, list) or len(shape) > MAX_DIMS or \
+                not all(is_int(d) and 0 <= d <= MAX_BYTES for d in shape):
+            return f"a tensor is described as dtype {dtype!r} and shape {str(shape)[:80]}"
         want = element_count(shape) * torch.empty((), dtype=getattr(torch, dtype)).element_size()
-        if not isinstance(off, int) or off < 0 or n != want or off + n > min(size, MAX_BYTES):
+        if not is_int(off) or not is_int(n) or off < 0 or n != want or off + n > min(size, MAX_BYTES):
             return "a tensor's sizes do not add up"
     return ""
+
+
+def extent(metas):
+    """The bytes the tensors of metas (checked) take, aligned."""
+    return max((aligned(m["offset"] + m["nbytes"]) for m in metas), default=0)
+
+
+def is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def element_count(shape):
@@ -298,11 +333,21 @@ def is_sealed(fd):
     return seals & SEALS == SEALS
 
 
-def map_memfd(torch, fd, size):
+def map_memfd(torch, fd, size, private=False):
     """A read-only flat uint8 tensor over a sealed memfd (a write to it is
-    a SIGSEGV, so an input cannot be changed in place)."""
+    a SIGSEGV, so an input cannot be changed in place). private: a
+    writable copy-on-write mapping instead (a KernelBot problem's input,
+    which its submission may write as KernelBot's harness lets it), the
+    memfd itself unchanged; where the kernel refuses one of a
+    write-sealed memfd (before Linux 6.7), a copy."""
     if size == 0:
         return torch.empty(0, dtype=torch.uint8)
+    if private:
+        try:
+            mm = mmap.mmap(fd, size, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        except OSError:
+            return read_memfd(torch, fd, size)
+        return torch.frombuffer(mm, dtype=torch.uint8)
     # MAP_POPULATE: the page faults happen here, not in the timed call.
     mm = mmap.mmap(fd, size, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0x8000), prot=mmap.PROT_READ)
     import warnings

@@ -56,8 +56,10 @@ class Worker:
         self.spare = None  # CPU: (memfd, size) for the next output
         self.start = self.done = None
         self.self_time = None
-        # A KernelBot problem's inputs: writable copies (the judge's go).
-        self.copy_inputs, self.clone = False, kbutils.clone_data
+        # A KernelBot problem's inputs are the submission's to write (the go).
+        # On the CPU a copy-on-write mapping; on CUDA the judge's buffer,
+        # which it writes anew before every call.
+        self.copy_inputs = False
         if self.dev == "cuda":
             torch.cuda.init()
             torch.empty(1, device="cuda")  # the primary context, current on this thread
@@ -112,6 +114,9 @@ class Worker:
             finally:
                 for fd in fds:
                     os.close(fd)
+            if "nonce" in msg:
+                # Echoed: a reply sent ahead of its call cannot know it.
+                reply["nonce"] = msg["nonce"]
             self.chan.send(reply, out_fds)
             for fd in out_fds:
                 os.close(fd)
@@ -149,7 +154,10 @@ class Worker:
         else:
             if len(fds) != 1:
                 raise RuntimeError("the judge sent no input memfd")
-            flat = wire.map_memfd(torch, fds[0], size)
+            # A KernelBot problem's submission may write its input: a
+            # private copy-on-write mapping, whose pages are copied only as
+            # they are written, by the kernel, whoever asks.
+            flat = wire.map_memfd(torch, fds[0], size, private=self.copy_inputs)
         if "batch" in msg:
             # One window's inputs, one after another in the buffer.
             self.batch = [wire.unflatten(b["data"], wire.views(torch, flat, b["tensors"])) for b in msg["batch"]]
@@ -157,22 +165,7 @@ class Worker:
         else:
             self.batch = None
             self.data = wire.unflatten(msg["data"], wire.views(torch, flat, metas))
-        if self.copy_inputs and self.dev != "cuda":
-            # The CPU's input came with the call: copied inside the window,
-            # alike for every submission of a case.
-            self.data = self.clone(self.data)
         return {"ok": True}
-
-    def copies(self):
-        """CUDA, a KernelBot problem's writable copies of the window's
-        inputs, made on the call's stream after it has waited for the
-        start event: the judge writes the bytes into the buffer after its
-        head start, so a copy made before that holds the previous call's."""
-        if self.batch:
-            self.batch = [self.clone(d) for d in self.batch]
-            self.data = self.batch[0]
-        else:
-            self.data = self.clone(self.data)
 
     # ------------------------------------------------------------- calls
 
@@ -186,9 +179,6 @@ class Worker:
         if self.dev != "cuda":
             return self.ship(kernel(data))
         torch.cuda.current_stream().wait_event(self.start)
-        if self.copy_inputs:
-            self.copies()
-            data = self.data
         self.self_time = None
         if msg.get("selftime"):
             # Read only when the judge asks (op selftime): waiting for them
@@ -322,8 +312,6 @@ class Worker:
         kernel = self.load()
         self.inputs(msg, fds)
         cuda = self.dev == "cuda"
-        if cuda and self.copy_inputs:
-            self.copies()  # the judge wrote the buffer before this op
         data = self.data
         kernel(data)
         if cuda:
