@@ -216,7 +216,7 @@ class WindowTest(unittest.TestCase):
 class TimingTrustTest(unittest.TestCase):
     """What the judge does with times it cannot fully trust
     (Judge.check_timing, Judge.recheck_clock); the CUDA clock that
-    produces them needs a GPU (bench/gpu-service.sh)."""
+    produces them needs a GPU (make test/gpu)."""
 
     def judge_with(self, before=300_000.0, after=None, why=""):
         class Link:
