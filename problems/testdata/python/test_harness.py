@@ -79,7 +79,7 @@ class OutputLayoutTest(unittest.TestCase):
     def test_outputs_freed_without_the_cycle_collector(self):
         # A call's output must go as soon as the worker drops it: a
         # reference cycle around it kept a GiB a call alive on the GPU
-        # until the cyclic collector ran (docs/gpu-runs.md, 2026-12-06).
+        # until the cyclic collector ran (docs/history/gpu-runs.md, 2026-12-06).
         import gc
         import weakref
 
