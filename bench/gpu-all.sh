@@ -19,7 +19,9 @@ export KERNELBOX_TEST_GPU=1 PYTHONUNBUFFERED=1
 {
   echo "commit $(cat .carry/commit 2>/dev/null), $(date -u +%FT%TZ)"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader
-  python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'
+  for py in python3 /opt/torch/.venv/bin/python3; do # the first that imports torch, as the daemon looks
+    "$py" -c 'import torch, triton; print(torch.__file__, "torch", torch.__version__, "triton", triton.__version__)' 2>/dev/null && break
+  done
   stat -fc 'cgroup %T' /sys/fs/cgroup; nproc; id -u
 } 2>&1 | tee "$out/system.txt"
 

@@ -110,7 +110,7 @@ slurm_part() { # the slurm part: local, then Slurm through a shared directory an
   series slurm-api $sol leaderboard $n
   for m in test profile; do
     b=$(now)
-    $kb submit $sol -l vectoradd -g $gtype -m $m --json > "$out/runs/slurm-$m.json" 2>&1
+    $kb submit $sol -l vectoradd -g $gtype -m $m --json > "$out/runs/slurm-$m.json" 2>"$out/runs/slurm-$m.err"
     echo "  $m mode through the node side: exit $?, $(secs $b) s, passed $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("passed"))' "$out/runs/slurm-$m.json" 2>/dev/null)"
   done
   grep -E "level=(WARN|ERROR)" "$data/log" | tail -10
