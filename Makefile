@@ -12,7 +12,7 @@ export GOFLAGS := -tags=seccomp
 # deprecated; the warnings say nothing about our code.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: help setup build dist cross deb deb/check vagrant/check demo test test/race test/short slurm/check bench lint tidy web web/check
+.PHONY: help setup build dist cross deb deb/check vagrant/check demo test test/race test/short test/gpu gpu/pack slurm/check bench lint tidy web web/check
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -76,6 +76,28 @@ test: setup ## run every test: Go, the Python harness, every problem's fixtures,
 slurm/check: setup ## the slurm executor end to end on a real one-node Slurm started here (root: installs and starts munge, slurmctld, slurmd)
 	./.ci/slurm.sh start
 	KERNELBOX_SLURM=1 $(GO) test -count=1 -timeout 15m -run 'TestSlurm' -bench 'Slurm_' -benchtime 5x -v ./appliance/ ; rc=$$?; ./.ci/slurm.sh stop; exit $$rc
+
+# The tests that need the GPU machine: they skip unless KERNELBOX_TEST_GPU=1
+# and a PyTorch that sees CUDA (internal/testutil.RequireGPU); their names
+# end in OnGPU, or name CUDA or the real host's NVML.
+GPU_TESTS := OnGPU|CUDA|RealHost
+test/gpu: ## the GPU-gated tests, on a GPU machine with Go (as root: the daemon's need the sandbox)
+	KERNELBOX_TEST_GPU=1 $(GO) test -count=1 -timeout 15m -parallel 4 -run '$(GPU_TESTS)' -v ./problems ./appliance ./gpu
+
+# The GPU machine of the device tool has no Go: this builds the binary and
+# the GPU tests' binaries here (lazy binding, as make build; stripped, so
+# that all of .carry/ stays under the tool's 64 MiB) and packs them with
+# libseccomp and the commit for bench/gpu-all.sh (docs/performance.md).
+gpu/pack: ## build kernelbox and the GPU tests' binaries into .carry/ (xz) for bench/gpu-all.sh on a GPU machine without Go
+	@rm -rf .carry && mkdir -p .carry/lib
+	$(GO) build -ldflags '$(LDFLAGS) -s -w' -o .carry/kernelbox ./cmd/kernelbox
+	for p in problems appliance gpu; do \
+	  $(GO) test -c -ldflags '-s -w -extldflags=-Wl,-z,lazy' -o .carry/$$p.test ./$$p || exit 1; \
+	done
+	cp -L $$(ldconfig -p | awk '/libseccomp\.so\.2 /{print $$NF; exit}') .carry/lib/libseccomp.so.2
+	echo "$(VERSION)" > .carry/commit
+	xz -T0 -f .carry/kernelbox .carry/*.test
+	@du -sh .carry
 
 test/short: ## the fast tests only (no Python, no fixtures)
 	$(GO) test -short ./...

@@ -7,13 +7,13 @@ import (
 	"testing"
 )
 
-// TestImportDirection enforces the layering of STYLE.md: problems and
-// policies are leaves; gpu, sandbox and queue import only leaves;
-// appliance/api (the wire contract) imports only leaves; appliance/store
-// (the daemon's state) only the contract, the queue and leaves; appliance (the
-// daemon) imports them all but not the command line; appliance/cli
-// imports the daemon only for the commands that run it; cmd imports only
-// appliance/cli.
+// TestImportDirection enforces the layering of docs/architecture.md (rule
+// 2): problems and policies are leaves; gpu, sandbox and queue import only
+// leaves; appliance/api (the wire contract) imports only leaves;
+// appliance/store (the daemon's state) only the contract, the queue and
+// leaves; appliance (the daemon) imports them all but not the command
+// line; appliance/cli imports the daemon only for the commands that run
+// it; cmd imports only appliance/cli.
 func TestImportDirection(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...").Output()
 	if err != nil {
@@ -49,7 +49,7 @@ func TestImportDirection(t *testing.T) {
 	}
 }
 
-// TestPackageDocs: every package says what it holds (STYLE.md practice 22).
+// TestPackageDocs: every package says what it holds (docs/architecture.md, rule 22).
 func TestPackageDocs(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}|{{.Doc}}`, "./...").Output()
 	if err != nil {

@@ -5,7 +5,7 @@
 # writes /etc/slurm and starts the daemons without systemd. Two fake GPUs
 # of GRES type "fake" (symlinks to /dev/null: Slurm wants device files)
 # stand in for a pool; the node side runs them on the CPU backend.
-# docs/research/slurm.md has how each setting was found.
+# docs/interop/slurm.md has how each setting was found.
 set -euo pipefail
 
 start() {

@@ -183,8 +183,8 @@ func BenchmarkEndToEnd(b *testing.B) {
 // alternated in one run. Between submissions each daemon is left idle
 // long enough for its standby to be ready (a contestant reads the last
 // result), which is not timed. The ratio is what a standby saves of a
-// test run on this host; on the GPU machine bench/gpu-judge3.sh measures
-// it with CUDA (docs/gpu-runs.md).
+// test run on this host; on the GPU machine bench/gpu.sh's latency and
+// cold parts measure it with CUDA (docs/performance.md).
 func BenchmarkDaemon_Standby(b *testing.B) {
 	on, off := fakeH200Daemon(b, true), fakeH200Daemon(b, false)
 	lib := loadVectoraddOnH200(b, on)

@@ -212,7 +212,7 @@ type MeasureConfig struct {
 	// TieFloor is the least half-width of a ranked score's interval, as a
 	// fraction of the score: the spread between runs of one kernel that a
 	// run's own standard error does not see (0.45-0.66 % CV of the score
-	// on an H100, docs/gpu-runs.md). Entries whose intervals overlap are
+	// on an H100, docs/history/gpu-runs.md). Entries whose intervals overlap are
 	// statistical ties.
 	TieFloor float64 `yaml:"tie_floor"`
 }

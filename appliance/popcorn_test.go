@@ -14,7 +14,7 @@ import (
 )
 
 // popcornClient speaks to the daemon as popcorn-cli v1.3.23 does
-// (docs/research/popcorn-protocol.md): its header, its multipart upload,
+// (docs/interop/popcorn-protocol.md): its header, its multipart upload,
 // its 5-second polls (here 100 ms), its stream parser.
 type popcornClient struct {
 	t    *testing.T

@@ -1,61 +1,82 @@
-# Helpers of the GPU machine's scripts (sourced): the daemon with a config,
-# and the spread of one solution timed 10 times through it.
+# Helpers of bench/gpu.sh (sourced): the binary, the GPU's type, the
+# daemon with a config, and Slurm's commands stood in for. Needs
+# bin/kernelbox built with -tags seccomp and lazy binding, and, where the
+# machine lacks it, bin/lib/libseccomp.so.2 (bench/gpu-all.sh unpacks both
+# from .carry/; docs/performance.md says how they are built).
 ldd ./bin/kernelbox | grep -q "libseccomp.so.2 => not found" && export LD_LIBRARY_PATH=$PWD/bin/lib
+export PYTHONUNBUFFERED=1
 kb=$PWD/bin/kernelbox
 lock=${LOCK:-1500}
 lib=problems/library/vectoradd
+# The GPU's type as the daemon names it (H100, H200), from nvidia-smi;
+# GTYPE=cpu tries a part on a machine without a GPU.
+gtype=${GTYPE:-$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | grep -oE '[A-Z][0-9]{2,3}' | head -1)}
 step() { echo; echo "== $*"; }
-smi() { nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,clocks_event_reasons.active,temperature.gpu,power.draw --format=csv,noheader 2>&1 | tail -1; }
-start() { # $1: config file
+now() { date +%s.%N; }
+secs() { python3 -c "print(round($(now)-$1,2))"; }
+start() { # $1: config file; sets $data, $pid and the client's variables
   data=$(mktemp -d); export KERNELBOX_CLIENT_CONFIG=$data/client.json
-  $kb serve --config "$1" --data "$data" --listen 127.0.0.1:0 --cpu-slots 0 >"$data/out" 2>"$data/log" &
+  $kb serve --config "$1" --data "$data" --listen "${LISTEN:-127.0.0.1:0}" --cpu-slots 0 >"$data/out" 2>"$data/log" &
   pid=$!
-  for i in $(seq 300); do grep -q "serving on" "$data/out" 2>/dev/null && break; sleep 0.2; done
+  for _ in $(seq 300); do grep -q "serving on" "$data/out" 2>/dev/null && break; sleep 0.2; done
   export KERNELBOX_SERVER=http://$(sed -n 's/.* serving on \([^ ]*\).*/\1/p' "$data/out")
   export KERNELBOX_TOKEN=$(cat "$data/admin-token")
 }
 stop() { kill -TERM $pid; wait $pid; }
-start_locked() { # the daemon with the H200's clocks locked at $lock MHz
-  printf 'measurement:\n  clocks: {H200: "%s"}\n' "$lock" > /tmp/kb-locked.yaml
-  start /tmp/kb-locked.yaml
+locked() { # the daemon with the SM clock locked at $lock MHz; $1: more config lines
+  printf 'measurement:\n  clocks: {%s: "%s"}\n%s' "$gtype" "$lock" "${1:-}" > /tmp/kb-gpu.yaml
+  start /tmp/kb-gpu.yaml
+  sleep 15 # the canary and the standbys settle
 }
-spread() { # $1: label, $2: the solution (default the chunked one)
-  sol=${2:-$lib/solutions/correct/chunked_add.py}
-  for i in $(seq 10); do
-    $kb submit $sol -l vectoradd -g H200 -m ${MODE:-benchmark} --json > "$data/b$i.json" || echo "run $i failed: $(head -c 300 $data/b$i.json)"
-  done
-  mkdir -p "$out/runs"; tag=$(echo "$1 $(basename $sol .py)" | tr -c 'a-zA-Z0-9\n' '-')
-  for i in $(seq 10); do cp "$data/b$i.json" "$out/runs/$tag-$i.json" 2>/dev/null; done
-  step "$1: spread over 10 runs of $(basename $sol)"
-  python3 - "$data" <<'PY'
-import json, statistics, sys, glob
-d = sys.argv[1]
-per = {}
-for f in sorted(glob.glob(d + "/b*.json")):
-    try:
-        doc = json.load(open(f))
-    except Exception:
-        continue
-    for b in doc["benchmarks"]:
-        per.setdefault(b["spec"], []).append(b["mean_ns"])
-for spec, means in per.items():
-    m = statistics.mean(means); cv = statistics.stdev(means) / m * 100 if len(means) > 1 else 0
-    print(f"{spec}: n={len(means)} mean {m/1e3:.3f} us, CV {cv:.2f} %, min {min(means)/1e3:.3f} max {max(means)/1e3:.3f}")
-PY
+fake_slurm() { # $1: a directory: sbatch, squeue and scancel standing in for Slurm's
+  # One job at a time on this machine's GPU, as Slurm's GRES allocation
+  # would have it, with SLURM_JOB_GPUS naming its /dev/nvidiaN as slurmd
+  # does. Everything else (the coordinator, `kernelbox node run-job`,
+  # discovery, the clock lock, the sandbox) is the real thing.
+  local d=$1 minor
+  minor=${MINOR:-$(nvidia-smi -q | awk -F: '/Minor Number/{gsub(/ /,"",$2); print $2; exit}')}
+  mkdir -p "$d/state"
+  cat > "$d/sbatch" <<SH
+#!/bin/sh
+d=$d/state
+id=\$(( \$(cat \$d/next 2>/dev/null || echo 0) + 1 )); echo \$id > \$d/next
+o=/dev/null; for a in "\$@"; do case \$a in --output=*) o=\${a#--output=};; esac; done
+o=\$(echo "\$o" | sed "s/%j/\$id/g")
+cat > \$d/\$id.sh; echo "\$@" > \$d/\$id.args
+SLURM_JOB_ID=\$id SLURM_JOB_GPUS=$minor SLURMD_NODENAME=\$(hostname) CUDA_VISIBLE_DEVICES=0 setsid flock \$d/gpu.lock sh \$d/\$id.sh >"\$o" 2>&1 </dev/null &
+echo \$! > \$d/\$id.pid; echo \$id
+SH
+  # squeue --jobs=a,b,... --format=%i|%T|%r|%N, as the coordinator asks.
+  cat > "$d/squeue" <<SH
+#!/bin/sh
+for a in "\$@"; do case \$a in --jobs=*) j=\${a#--jobs=};; esac; done
+[ -n "\${j:-}" ] || exit 0
+for id in \$(echo "\$j" | tr , ' '); do
+  if kill -0 \$(cat $d/state/\$id.pid) 2>/dev/null; then echo "\$id|RUNNING|None|\$(hostname)"; else echo "\$id|COMPLETED|None|\$(hostname)"; fi
+done
+SH
+  cat > "$d/scancel" <<SH
+#!/bin/sh
+# The job's process group (setsid made it): flock passes no signal on.
+for j in "\$@"; do kill -TERM -- -\$(cat $d/state/\$j.pid) 2>/dev/null; done
+SH
+  chmod +x "$d/sbatch" "$d/squeue" "$d/scancel"
 }
-evalshow() { # $1 mode, $2 file: kernelbox eval of vectoradd, a line per phase and benchmark
-  timeout 150 $kb eval -p vectoradd -m "$1" --json "$2" | python3 -c '
-import json, sys
-d = json.load(sys.stdin)
-print("passed", d["passed"], "|", (d.get("reason") or "")[:300])
-for p in d.get("phases") or []:
-    r = p.get("result") or {}
-    print("  phase", p["name"], "passed", p["passed"], (p.get("reason") or "")[:300])
-    x = r.get("extra") or {}
-    for b in r.get("benchmarks") or []:
-        i = b["index"]
-        print("    ", b["spec"][:26], round(b.get("mean_ns", 0) / 1e3, 2), "us, runs", b.get("runs"),
-              "tails", b.get("tails", 0), "retries", x.get(f"benchmark.{i}.retries"), "round trip ns",
-              x.get(f"benchmark.{i}.round_trip"), "limit", x.get(f"benchmark.{i}.tail_limit"),
-              "l2 reset", x.get(f"benchmark.{i}.l2_reset"), (b.get("error") or "")[:200])'
+coordinator() { # $1: the fake Slurm's directory, $2: how nodes reach the coordinator (PORT: its port)
+  local port
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  printf 'data: %s\npython: %s\nmeasurement:\n  clocks: {%s: "%s"}\n' "$(mktemp -d)" "${PY:-$(command -v python3)}" "$gtype" "$lock" > /tmp/kb-node.yaml
+  cat > /tmp/kb-coord.yaml <<Y
+executor: slurm
+slurm:
+  ${2//PORT/$port}
+  bin: $1
+  command: [$kb]
+  node_config: /tmp/kb-node.yaml
+  poll: 500ms
+  output: $1/state/job-%j.out
+  pools:
+    - {gres: gpu, gpu_type: $gtype, gpus: 1}
+Y
+  LISTEN=127.0.0.1:$port start /tmp/kb-coord.yaml
 }

@@ -1,38 +1,38 @@
 #!/usr/bin/env bash
-# Issue 17's figures on the GPU machine (the H200; the GPU type is read
-# from nvidia-smi), each part in one call of at most ~8 minutes:
+# The measurement series of the GPU machine (GPU type read from
+# nvidia-smi), each a part of at most a few minutes; the verdicts (the
+# templates pass, the cheats are caught, the sandbox and canaries on the
+# GPU, profile mode under ncu) are Go tests behind KERNELBOX_TEST_GPU=1
+# (make test/gpu). bench/gpu-all.sh runs both in one device call;
+# docs/performance.md has the figures, each with its command.
 # - latency: through the daemon (SM clock locked at $LOCK MHz, standbys
 #   on), the Triton vectoradd template in test mode x$N (10), then
-#   leaderboard mode x$N, each sent $PAUSE s after the last ended: the median submit
-#   to result of each, and the CV across the ten ranked runs of the score
-#   and of each shape's mean;
+#   leaderboard mode x$N, each sent $PAUSE s after the last ended: the
+#   median submit to result of each, and the CV across the ranked runs of
+#   the score and of each shape's mean;
 # - inline: the load_inline template in leaderboard mode twice from one
 #   user (the first compiles once for all phases, the second hits that
 #   user's compile cache);
 # - cold: the daemon with standbys and warm starts off, leaderboard x3:
 #   scores to set beside latency's (warm and cold must agree);
-# - templates: every single-GPU bundled problem's templates (torch,
-#   triton, cuda_inline) in leaderboard mode through the daemon, queued
-#   at once: each passes and none is flagged ($PROBLEMS picks problems);
-# - cheats: every corpus cheat through `kernelbox eval` in leaderboard
-#   mode: verdict, reason, score, the timings' flags ($CHEATS picks by
-#   file name without .py);
 # - pmpp: reference-kernels' pmpp_v2 unchanged ($REFK, default bin/refk,
 #   holds a checkout's problems/pmpp_v2 and pmpp_v2.yaml), loaded with
 #   --gpus set to this GPU, every shipped correct solution in leaderboard
-#   mode through the daemon ($PROBLEMS picks leaderboards: vectorsum_v2).
+#   mode through the daemon ($PROBLEMS picks leaderboards: vectorsum_v2);
+# - slurm: vectoradd's chunked solution in leaderboard mode x$N through
+#   the local executor, then through the slurm executor with Slurm's
+#   commands stood in for (bench/gpu-lib.sh's fake_slurm) and the node
+#   side real, reporting in a shared directory and then to the API: the
+#   overhead of each against local, and a test and a profile run through
+#   the node side.
 # PARTS picks (default: latency inline cold). Writes $OUT/gpu-PART.txt
-# and each submission's JSON under $OUT/runs. Needs bin/kernelbox built
-# with -tags seccomp (docs/gpu-runs.md).
+# and each submission's JSON under $OUT/runs.
 set -u
 out=${OUT:-gpu-out}; mkdir -p "$out/runs"
 source bench/gpu-lib.sh
 parts=${PARTS:-latency inline cold}
 pause=${PAUSE:-3}
 tmpl=$lib/templates
-gtype=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -oE '[A-Z][0-9]{2,3}' | head -1)
-now() { date +%s.%N; }
-secs() { python3 -c "print(round($(now)-$1,2))"; }
 cat > /tmp/kb-stats.py <<'PY'
 # Submissions' JSON files (argv): median wall (from walls.txt beside
 # them), and for ranked ones the CV of the score and of each shape's mean.
@@ -93,7 +93,54 @@ print(f"  {sys.argv[2]:44} passed {d.get('passed')!s:5} review {d.get('review') 
 PY
   done
 }
-locked() { printf 'measurement:\n  clocks: {%s: "%s"}\n%s' "$gtype" "$lock" "${1:-}" > /tmp/kb-gpu.yaml; start /tmp/kb-gpu.yaml; sleep 15; }
+
+slurm_part() { # the slurm part: local, then Slurm through a shared directory and the API
+  local sol=$lib/solutions/correct/chunked_add.py n=${N:-5} fake shared
+  locked
+  series slurm-local $sol leaderboard $n
+  stop
+  fake=$(mktemp -d); fake_slurm "$fake"
+  shared=$(mktemp -d)
+  coordinator "$fake" "shared_dir: $shared"
+  series slurm-shared $sol leaderboard $n
+  echo "  attempt directories left: $(ls -d $shared/kernelbox-* 2>/dev/null | wc -l)"
+  grep -E "level=(WARN|ERROR)" "$data/log" | tail -10
+  stop
+  coordinator "$fake" "coordinator: http://127.0.0.1:PORT"
+  series slurm-api $sol leaderboard $n
+  for m in test profile; do
+    b=$(now)
+    $kb submit $sol -l vectoradd -g $gtype -m $m --json > "$out/runs/slurm-$m.json" 2>"$out/runs/slurm-$m.err"
+    echo "  $m mode through the node side: exit $?, $(secs $b) s, passed $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("passed"))' "$out/runs/slurm-$m.json" 2>/dev/null)"
+  done
+  grep -E "level=(WARN|ERROR)" "$data/log" | tail -10
+  stop
+  python3 - "$out/runs" "$fake/state" <<'PY'
+import glob, json, re, statistics, sys
+from datetime import datetime
+runs, state = sys.argv[1], sys.argv[2]
+med = {}
+for tag in ("local", "shared", "api"):
+    walls = [float(l.split()[1]) for l in open(f"{runs}/walls-slurm-{tag}.txt")]
+    scores = [d["score"] for f in glob.glob(f"{runs}/slurm-{tag}-*.json")
+              for d in [json.load(open(f))] if d.get("passed") and d.get("score")]
+    med[tag] = (statistics.median(scores) if scores else 0, statistics.median(walls))
+for tag in ("shared", "api"):
+    (s, w), (ls, lw) = med[tag], med["local"]
+    if s and ls:
+        print(f"  {tag}/local: score x{s / ls:.4f}, wall {w:.2f} s against {lw:.2f} s ({w - lw:+.2f} s)")
+def at(line):
+    return datetime.fromisoformat(re.search(r"time=(\S+)", line).group(1).replace("Z", "+00:00"))
+print("  each job on the node: setup (config, sandbox, Python, GPU discovery, clock lock), then the run to its report")
+for f in sorted(glob.glob(state + "/job-*.out"), key=lambda f: int(re.search(r"job-(\d+)", f).group(1))):
+    lines = open(f).read().splitlines()
+    ready = [l for l in lines if "node ready" in l]
+    rep = [l for l in lines if "msg=reported" in l]
+    if ready and rep:
+        setup = re.search(r"setup=(\S+)", ready[0]).group(1)
+        print(f"    {f.rsplit('/', 1)[1]}: setup {setup}, run to report {(at(rep[0]) - at(ready[0])).total_seconds():.2f} s")
+PY
+}
 
 for part in $parts; do
   {
@@ -124,22 +171,6 @@ warm_start: false
 "
       series cold $tmpl/triton.py leaderboard 3
       stop ;;
-    templates)
-      # All templates at once: more than the default per-user cap of
-      # jobs waiting (20), which refused the last 14 on 2026-12-06.
-      locked "max_queued_per_user: 500
-"
-      ids=()
-      for d in problems/library/*/; do
-        n=$(basename $d); [ -f $d/task.yml ] || continue; grep -q world_size $d/task.yml && continue
-        [ -n "${PROBLEMS:-}" ] && ! grep -qw "$n" <<< "$PROBLEMS" && continue
-        for f in $d/templates/*.py; do
-          id=$($kb submit "$f" -l $n -g $gtype -m leaderboard --json --no-wait 2>"$out/runs/submit-err.txt" | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])' 2>/dev/null)
-          [ -n "$id" ] && ids+=("$id:$n/$(basename $f)") || echo "  submit $n $(basename $f) failed: $(head -c 300 $out/runs/submit-err.txt)"
-        done
-      done
-      await_all "${ids[@]}"
-      stop ;;
     pmpp)
       # reference-kernels' pmpp_v2 as it is (a checkout's problems/ under
       # $REFK), loaded onto this GPU type, every shipped correct solution
@@ -161,22 +192,7 @@ warm_start: false
       await_all "${ids[@]}"
       echo "  all ended $(secs $b) s after the last was queued"
       stop ;;
-    cheats)
-      for f in problems/testdata/cheats/*.py; do
-        [ -n "${CHEATS:-}" ] && ! grep -qw "$(basename $f .py)" <<< "$CHEATS" && continue
-        timeout 120 $kb eval -p vectoradd -m leaderboard --json "$f" > "$out/runs/cheat.json" 2>/dev/null
-        python3 - "$out/runs/cheat.json" "$(basename $f)" <<'PY'
-import json, sys
-try:
-    d = json.load(open(sys.argv[1]))
-except ValueError:
-    print(f"  {sys.argv[2]:42} no report (timed out or crashed)"); sys.exit()
-score = d.get("score")
-flags = ",".join(sorted({x.get("rule", "?") for x in d.get("flags") or []}))
-print(f"  {sys.argv[2]:42} passed {d.get('passed')!s:5} score {score * 1e6 if score is not None else float('nan'):10.3f} us "
-      f"flags {flags or '-'} {(d.get('reason') or '')[:110]}")
-PY
-      done ;;
+    slurm) slurm_part ;;
     *) echo "unknown part $part" ;;
     esac
   } 2>&1 | tee "$out/gpu-$part.txt"

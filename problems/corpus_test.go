@@ -24,7 +24,7 @@ const minCorpus = 20
 // "nogain MODE" (in that mode it fails, or its score is no better than
 // noGain times the honest solution's: the trick reaches nothing that
 // decides a time) or "gpu WHAT" (what happens on the GPU machine,
-// recorded in docs/gpu-runs.md).
+// checked by TestCheatCorpus_OnGPU).
 type cheatExpectation struct {
 	kind, mode, text, problem string
 }
@@ -61,8 +61,8 @@ func corpusExpectations(t *testing.T, path string, src []byte) []cheatExpectatio
 
 // TestCheatCorpus: every cheat of testdata/cheats is refused or flagged by
 // the scanner, or fails on the CPU backend with the defence's message, as
-// its "# corpus:" lines say. The GPU-only behaviour is run on the GPU
-// machine (bench/gpu-timer3.sh).
+// its "# corpus:" lines say. The GPU-only behaviour is
+// TestCheatCorpus_OnGPU's, on the GPU machine.
 func TestCheatCorpus(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob(filepath.Join("testdata", "cheats", "*.py"))

@@ -274,11 +274,10 @@ func TestLibrary_Fixtures(t *testing.T) {
 	}
 }
 
+// requireCUDA skips unless this is the GPU machine (testutil.RequireGPU).
 func requireCUDA(t *testing.T) {
 	t.Helper()
-	if it := testutil.RequireTorch(t); it.Device != "cuda" {
-		t.Skipf("needs a GPU: this machine's PyTorch (%s) sees none; run on the GPU machine (bench/gpu-check.sh)", it.Path)
-	}
+	testutil.RequireGPU(t)
 }
 
 func TestHarness_CUDAErrorIsExit110(t *testing.T) {

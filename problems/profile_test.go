@@ -12,8 +12,8 @@ import (
 )
 
 // TestProfile_UnderNCU runs the real harness in profile mode under a
-// stand-in ncu (testdata/fakencu; the real one is exercised on the GPU
-// machine, docs/gpu-runs.md): the harness is wrapped with the NVTX filter
+// stand-in ncu (testdata/fakencu; the real one is TestProfile_NCUOnGPU's,
+// on the GPU machine): the harness is wrapped with the NVTX filter
 // and the kernel cap, the report is kept, and its details page becomes the
 // summary.
 func TestProfile_UnderNCU(t *testing.T) {
@@ -59,7 +59,7 @@ func TestProfile_UnderNCU(t *testing.T) {
 		t.Errorf("profile = %+v, want 3 kernels and the report's size %d", rep.Profile, len(saved))
 	}
 	// details.csv is the real ncu 2025.3.1's page for vectoradd's Triton
-	// template on the H200 (docs/gpu-runs.md).
+	// template on the H200 (docs/history/gpu-runs.md).
 	for _, s := range []string{"kernel 1: add_kernel  grid (16384, 1, 1) block (128, 1, 1)\n",
 		"  throughput  time 23.42 us, SM 14.41 %, memory 75.60 %, DRAM 75.60 %, L1 31.48 %, L2 87.65 %, SM clock 1.49 GHz\n",
 		"  launch      registers/thread 20, dynamic smem/block 0 B, static smem/block 0 B, waves/SM 7.76\n",

@@ -15,9 +15,10 @@ import (
 // start a container's first process.
 const initArg = "init"
 
-// The one init() of the codebase (STYLE.md practice 7): libcontainer starts
-// a container by re-executing /proc/self/exe with "init", and this hook
-// turns that process into the container's init before main runs.
+// The one init() of the codebase (docs/architecture.md, rule 7):
+// libcontainer starts a container by re-executing /proc/self/exe with
+// "init", and this hook turns that process into the container's init
+// before main runs.
 func init() {
 	if len(os.Args) > 1 && os.Args[1] == initArg {
 		libcontainer.Init() // never returns

@@ -1,5 +1,5 @@
 // Package popcorn serves the HTTP protocol of GPU MODE's popcorn-cli
-// (KernelBot's API, docs/research/popcorn-protocol.md) beside kernelbox's
+// (KernelBot's API, docs/interop/popcorn-protocol.md) beside kernelbox's
 // own, so that contestants who already use that tool can submit to a box
 // by pointing POPCORN_API_URL at http://BOX/popcorn. It is a translation
 // only: every decision (who may submit, where, what passed, the scores)

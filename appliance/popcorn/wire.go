@@ -11,7 +11,7 @@ import (
 )
 
 // The bodies below are KernelBot's, as far as popcorn-cli reads them
-// (docs/research/popcorn-protocol.md §3-4); fields it ignores are left out.
+// (docs/interop/popcorn-protocol.md §3-4); fields it ignores are left out.
 
 // leaderboard is an element of GET /leaderboards: popcorn requires name,
 // a string description and a task object of every element.

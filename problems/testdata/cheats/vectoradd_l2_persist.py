@@ -5,7 +5,7 @@
 # flush, and the timed call would read its input from L2. The harness
 # clears the window and resets persisting lines before every timed call.
 # corpus: scan NATIVE_HOOK
-# corpus: gpu no gain at 4096²: 28.3-29.2 us against plain a + b at 29.2-29.7 us (and slower, 31-36 us, with the reset taken out); bench/l2-persist.py shows the window's gain on a plain read and the reset undoing it
+# corpus: gpu no gain at 4096²: 28.3-29.2 us against plain a + b at 29.2-29.7 us (and slower, 31-36 us, with the reset taken out); the probe in docs/history/gpu-runs.md shows the window's gain on a plain read and the reset undoing it
 import ctypes
 
 import torch

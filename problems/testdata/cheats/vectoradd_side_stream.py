@@ -2,7 +2,7 @@
 # stream and the call returns at once, so an end event on the caller's
 # stream sees none of it. The harness's end event, recorded after a
 # device-wide synchronize, counts it.
-# corpus: gpu no gain: the judge times to the done event of the caller's stream, which waits for the side stream (H200: 417-4103 us against the honest 28-108, docs/gpu-runs.md)
+# corpus: gpu no gain: the judge times to the done event of the caller's stream, which waits for the side stream (H200: 417-4103 us against the honest 28-108, docs/history/gpu-runs.md)
 # corpus: scan SIDE_STREAM
 import torch
 

@@ -6,7 +6,7 @@
 # beat them by more than 25 % and 6 us: the calls alone, fixed cost and
 # all, then count.
 # corpus: scan EVALUATOR_INSPECTION
-# corpus: gpu no gain: the garbage collector's walk in every call makes the worker's replies late, the late times count, and its calls are never short enough for windows (H100: 7.4-14.3 ms a call against the honest 36-136 us, docs/gpu-runs.md)
+# corpus: gpu no gain: the garbage collector's walk in every call makes the worker's replies late, the late times count, and its calls are never short enough for windows (H100: 7.4-14.3 ms a call against the honest 36-136 us, docs/history/gpu-runs.md)
 import gc
 
 import torch

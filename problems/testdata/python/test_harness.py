@@ -79,7 +79,7 @@ class OutputLayoutTest(unittest.TestCase):
     def test_outputs_freed_without_the_cycle_collector(self):
         # A call's output must go as soon as the worker drops it: a
         # reference cycle around it kept a GiB a call alive on the GPU
-        # until the cyclic collector ran (docs/gpu-runs.md, 2026-12-06).
+        # until the cyclic collector ran (docs/history/gpu-runs.md, 2026-12-06).
         import gc
         import weakref
 
@@ -216,7 +216,7 @@ class WindowTest(unittest.TestCase):
 class TimingTrustTest(unittest.TestCase):
     """What the judge does with times it cannot fully trust
     (Judge.check_timing, Judge.recheck_clock); the CUDA clock that
-    produces them needs a GPU (bench/gpu-service.sh)."""
+    produces them needs a GPU (make test/gpu)."""
 
     def judge_with(self, before=300_000.0, after=None, why=""):
         class Link:
