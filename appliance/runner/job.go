@@ -1,4 +1,4 @@
-package appliance
+package runner
 
 import (
 	"context"
@@ -19,6 +19,12 @@ import (
 	"kernelbox/queue"
 )
 
+// Payload is what a queue job carries: the run it evaluates.
+type Payload struct {
+	Run        int64 `json:"run"`
+	Submission int64 `json:"submission"`
+}
+
 // handle runs one leased job to its end, in steps: take the lease over
 // the run, execute it under a heartbeat (gate, sample, evaluate), judge
 // what came back, record the result. The store's run row is written
@@ -27,16 +33,16 @@ import (
 //
 // take, when set, is a warm job's wait for its slot (warm.go): the run
 // starts before the gang is its own and takes it at the gate.
-func (r *runner) handle(log *slog.Logger, g gang, l *queue.Lease, take func(context.Context) error) {
+func (r *Runner) handle(log *slog.Logger, g Gang, l *queue.Lease, take func(context.Context) error) {
 	log = log.With(logJob, l.ID)
 	p, rc, ok := r.takeRun(log, g, l)
 	if !ok {
 		return
 	}
 	log = log.With(logRun, p.Run, logSubmission, p.Submission)
-	defer r.holdCache(log, rc)() // pruned after the run, outside its timed part
+	defer r.HoldCache(log, rc)() // pruned after the run, outside its timed part
 	hb := r.heartbeat(log, l)
-	ex, err := r.executor().execute(hb.ctx, g, rc, take)
+	ex, err := r.exec.Execute(hb.ctx, g, rc, take)
 	if hb.stop() {
 		return // whoever took the lease owns the job's state now
 	}
@@ -47,13 +53,13 @@ func (r *runner) handle(log *slog.Logger, g gang, l *queue.Lease, take func(cont
 			log.Warn("release job", "err", err)
 		}
 	case err != nil:
-		r.metrics.run(g[0].GPUType, rc.Run.Mode, "box_error", 0)
+		r.metrics.Run(g[0].GPUType, rc.Run.Mode, "box_error", 0)
 		r.retry(log, l, p, err)
-	case ex.timed && ex.throttled != nil:
+	case ex.Timed && ex.Throttled != nil:
 		// The timings are not comparable: run it again, and never score this one.
-		r.metrics.run(g[0].GPUType, rc.Run.Mode, "throttled", 0)
+		r.metrics.Run(g[0].GPUType, rc.Run.Mode, "throttled", 0)
 		r.retry(log, l, p, fmt.Errorf("the GPU throttled during the run (clock-event reasons %#x, SM clock %d-%d MHz)",
-			ex.throttled.Reasons&r.measure.throttleMask(), ex.throttled.SMClockMin, ex.throttled.SMClockMax))
+			ex.Throttled.Reasons&r.cfg.Measure.throttleMask(), ex.Throttled.SMClockMin, ex.Throttled.SMClockMax))
 	default:
 		r.record(log, g, l, p, rc, ex)
 	}
@@ -61,16 +67,16 @@ func (r *runner) handle(log *slog.Logger, g gang, l *queue.Lease, take func(cont
 
 // takeRun reads the job's run and hands it to this lease; ok is false
 // when there is nothing (more) to run, the job then being dealt with.
-func (r *runner) takeRun(log *slog.Logger, g gang, l *queue.Lease) (jobPayload, *store.RunContext, bool) {
+func (r *Runner) takeRun(log *slog.Logger, g Gang, l *queue.Lease) (Payload, *store.RunContext, bool) {
 	ctx := r.hard
-	var p jobPayload
+	var p Payload
 	if err := json.Unmarshal(l.Payload, &p); err != nil || p.Run == 0 {
 		log.Error("job without a run: failing it", "payload", string(l.Payload))
 		r.finishJob(log, l, queue.Failed, 0, "bad payload")
 		return p, nil, false
 	}
 	log = log.With(logRun, p.Run, logSubmission, p.Submission)
-	started, err := r.store.StartRun(ctx, p.Run, l.Token, g.ids())
+	started, err := r.store.StartRun(ctx, p.Run, l.Token, g.IDs())
 	if errors.Is(err, store.ErrRunMissing) {
 		r.missingRun(log, l, p)
 		return p, nil, false
@@ -111,7 +117,7 @@ func (r *runner) takeRun(log *slog.Logger, g gang, l *queue.Lease) (jobPayload, 
 // submission's job is cancelled; any other is the store's loss (a damaged
 // or restored database), which must never read as a success: the job
 // fails and the operator is told.
-func (r *runner) missingRun(log *slog.Logger, l *queue.Lease, p jobPayload) {
+func (r *Runner) missingRun(log *slog.Logger, l *queue.Lease, p Payload) {
 	deleted, err := r.store.DeletedSubmission(r.hard, p.Submission)
 	if err != nil {
 		r.retry(log, l, p, err)
@@ -135,7 +141,7 @@ type heartbeat struct {
 	done   chan struct{}
 }
 
-func (r *runner) heartbeat(log *slog.Logger, l *queue.Lease) *heartbeat {
+func (r *Runner) heartbeat(log *slog.Logger, l *queue.Lease) *heartbeat {
 	ctx, cancel := context.WithCancel(r.hard)
 	hb := &heartbeat{ctx: ctx, cancel: cancel, lost: make(chan struct{}), done: make(chan struct{})}
 	go func() {
@@ -175,33 +181,35 @@ func (hb *heartbeat) stop() (lost bool) {
 	}
 }
 
-// execution is what a run left: the harness's report and the GPUs'
+// Execution is what a run left: the harness's report and the GPUs'
 // readings around it.
-type execution struct {
-	rep     *problems.Report
-	profile string
-	wall    time.Duration
-	// timed runs (not test mode, on a measured GPU) are gated and must not
+type Execution struct {
+	Report *problems.Report
+	// Profile is the kept Nsight Compute report's name in ProfilesDir.
+	Profile string
+	Wall    time.Duration
+	// Timed runs (not test mode, on a measured GPU) are gated and must not
 	// throttle.
-	timed bool
-	// before is the lead GPU's reading at the gate; tel its telemetry
-	// across the run, others a gang's other GPUs', throttled the first
+	Timed bool
+	// Before is the lead GPU's reading at the gate; Tel its telemetry
+	// across the run, Others a gang's other GPUs', Throttled the first
 	// that throttled.
-	before    *gpu.Telemetry
-	tel       *gpu.RunTelemetry
-	others    []gpu.RunTelemetry
-	throttled *gpu.RunTelemetry
-	// info is what the machine that ran it says of itself (a Slurm node's
+	Before    *gpu.Telemetry
+	Tel       *gpu.RunTelemetry
+	Others    []gpu.RunTelemetry
+	Throttled *gpu.RunTelemetry
+	// Info is what the machine that ran it says of itself (a Slurm node's
 	// host, Python, GPU); nil for this box's own slots.
-	info map[string]any
+	Info map[string]any
 }
 
-// execute runs the harness on the gang. A timed run on a GPU waits for
+// Execute runs the harness on the gang: the runner is the executor of
+// this box's own slots. A timed run on a GPU waits for
 // the GPU to be fit for it; a GPU that does not become so is the box's
 // failure (an error, retried later elsewhere or again), never a verdict
 // on the submission.
-func (r *runner) execute(ctx context.Context, g gang, rc *store.RunContext, take func(context.Context) error) (*execution, error) {
-	ex := &execution{timed: r.measured(g[0]) && problems.Mode(rc.Run.Mode) != problems.ModeTest}
+func (r *Runner) Execute(ctx context.Context, g Gang, rc *store.RunContext, take func(context.Context) error) (*Execution, error) {
+	ex := &Execution{Timed: r.measured(g[0]) && problems.Mode(rc.Run.Mode) != problems.ModeTest}
 	var samplers []*gpu.Sampler
 	var begin time.Time
 	// The run's sandbox may start before this passes (a warm start): the
@@ -212,42 +220,42 @@ func (r *runner) execute(ctx context.Context, g gang, rc *store.RunContext, take
 				return err
 			}
 		}
-		if ex.timed && r.measure.Gate {
+		if ex.Timed && r.cfg.Measure.Gate {
 			for i, s := range g {
 				if !r.measured(s) {
 					continue
 				}
-				tel, err := r.monitor.Gate(ctx, s.GPU.UUID, r.measure.gateConfig())
+				tel, err := r.monitor.Gate(ctx, s.GPU.UUID, r.cfg.Measure.gateConfig())
 				if err != nil {
 					return fmt.Errorf("pre-flight gate of %s: %w", s.ID, err)
 				}
 				if i == 0 {
-					ex.before = &tel
+					ex.Before = &tel
 				}
 			}
 		}
 		for _, s := range g {
 			if r.measured(s) {
-				samplers = append(samplers, r.monitor.Sample(s.GPU.UUID, r.measure.SampleEvery, r.measure.throttleMask()))
+				samplers = append(samplers, r.monitor.Sample(s.GPU.UUID, r.cfg.Measure.SampleEvery, r.cfg.Measure.throttleMask()))
 			}
 		}
 		begin = time.Now()
 		return nil
 	}
 	rep, profile, err := r.evaluate(ctx, g, rc, gate)
-	ex.rep, ex.profile = rep, profile
+	ex.Report, ex.Profile = rep, profile
 	if !begin.IsZero() {
-		ex.wall = time.Since(begin)
+		ex.Wall = time.Since(begin)
 	}
 	for i, sm := range samplers {
 		rt := sm.Stop()
 		if i == 0 {
-			ex.tel = &rt
+			ex.Tel = &rt
 		} else {
-			ex.others = append(ex.others, rt)
+			ex.Others = append(ex.Others, rt)
 		}
-		if rt.Throttled && ex.throttled == nil {
-			ex.throttled = &rt
+		if rt.Throttled && ex.Throttled == nil {
+			ex.Throttled = &rt
 		}
 	}
 	return ex, err
@@ -255,26 +263,26 @@ func (r *runner) execute(ctx context.Context, g gang, rc *store.RunContext, take
 
 // record stores the run's result, with what the box knows of the run, and
 // finishes the job.
-func (r *runner) record(log *slog.Logger, g gang, l *queue.Lease, p jobPayload, rc *store.RunContext, ex *execution) {
-	slot, rep := g[0], ex.rep
-	res := store.RunResult{Status: api.StatusDone, Passed: rep.Passed, Reason: rep.Reason, Profile: ex.profile}
+func (r *Runner) record(log *slog.Logger, g Gang, l *queue.Lease, p Payload, rc *store.RunContext, ex *Execution) {
+	slot, rep := g[0], ex.Report
+	res := store.RunResult{Status: api.StatusDone, Passed: rep.Passed, Reason: rep.Reason, Profile: ex.Profile}
 	for _, f := range rep.Flags {
 		res.Findings = append(res.Findings, policies.Finding{Rule: f.Rule, Verdict: policies.ScanFlag, Message: f.Message})
 	}
-	if ex.tel != nil {
+	if ex.Tel != nil {
 		res.Telemetry, _ = json.Marshal(struct {
 			Gate *gpu.Telemetry `json:"gate,omitempty"`
 			*gpu.RunTelemetry
 			Others []gpu.RunTelemetry `json:"others,omitempty"` // a gang's other GPUs
-		}{ex.before, ex.tel, ex.others})
+		}{ex.Before, ex.Tel, ex.Others})
 	}
 	if rep.Passed && rc.Run.Mode == string(problems.ModeLeaderboard) {
 		res.Score, res.ScoreErr = rep.Score, rep.ScoreErr
 	}
 	res.Report, _ = json.Marshal(rep)
-	info := ex.info // a Slurm node's, of itself
+	info := ex.Info // a Slurm node's, of itself
 	if info == nil {
-		info = r.systemInfo(g, ex.wall)
+		info = r.SystemInfo(g, ex.Wall)
 	}
 	res.SystemInfo, _ = json.Marshal(info)
 	if rep.Passed { // a failed run ranks nothing, whatever its isolation
@@ -284,24 +292,24 @@ func (r *runner) record(log *slog.Logger, g gang, l *queue.Lease, p jobPayload, 
 		log.Warn("store run result", "err", err)
 		return
 	}
-	log.Info("run finished", "passed", rep.Passed, "wall", ex.wall.Round(time.Millisecond))
+	log.Info("run finished", "passed", rep.Passed, "wall", ex.Wall.Round(time.Millisecond))
 	outcome := "failed"
 	if rep.Passed {
 		outcome = "passed"
 	}
-	r.metrics.run(slot.GPUType, rc.Run.Mode, outcome, ex.wall)
-	r.finishJob(log, l, queue.Succeeded, ex.wall, "")
+	r.metrics.Run(slot.GPUType, rc.Run.Mode, outcome, ex.Wall)
+	r.finishJob(log, l, queue.Succeeded, ex.Wall, "")
 }
 
-// systemInfo is what this runner's machine says of itself and of the
+// SystemInfo is what this runner's machine says of itself and of the
 // gang a run took, stored with the run.
-func (r *runner) systemInfo(g gang, wall time.Duration) map[string]any {
+func (r *Runner) SystemInfo(g Gang, wall time.Duration) map[string]any {
 	slot := g[0]
-	info := map[string]any{"slot": g.ids(), "gpu": slot.GPUType, "device": slot.Device,
+	info := map[string]any{"slot": g.IDs(), "gpu": slot.GPUType, "device": slot.Device,
 		"python": r.python.Path, "torch": r.python.Torch, "kernelbox": r.cfg.Version, "wall_ns": wall,
 		logIsolation: hostIsolation(r.cfg.Sandbox)}
 	if slot.GPU != nil {
-		info["gpu_uuid"], info["gpu_name"], info["driver"], info["clocks"] = slot.GPU.UUID, slot.GPU.Name, r.driver, slot.Clocks
+		info["gpu_uuid"], info["gpu_name"], info["driver"], info["clocks"] = slot.GPU.UUID, slot.GPU.Name, r.cfg.Driver, slot.Clocks
 	}
 	if len(g) > 1 {
 		info["gpus"] = len(g)
@@ -309,7 +317,7 @@ func (r *runner) systemInfo(g gang, wall time.Duration) map[string]any {
 	return info
 }
 
-func (r *runner) finishJob(log *slog.Logger, l *queue.Lease, st queue.State, gpuTime time.Duration, why string) {
+func (r *Runner) finishJob(log *slog.Logger, l *queue.Lease, st queue.State, gpuTime time.Duration, why string) {
 	if err := r.queue.Finish(context.WithoutCancel(r.hard), l, st, gpuTime, why); err != nil {
 		log.Warn("finish job", "err", err)
 	}
@@ -317,7 +325,7 @@ func (r *runner) finishJob(log *slog.Logger, l *queue.Lease, st queue.State, gpu
 
 // retry hands an infrastructure failure back to the queue; with no
 // attempts left the run ends as an error (the user's code may be fine).
-func (r *runner) retry(log *slog.Logger, l *queue.Lease, p jobPayload, cause error) {
+func (r *Runner) retry(log *slog.Logger, l *queue.Lease, p Payload, cause error) {
 	ctx := context.WithoutCancel(r.hard)
 	log.Error("run could not be carried out", "attempt", l.Attempts, "err", cause)
 	again, err := r.queue.Retry(ctx, l, time.Second, cause.Error())
@@ -336,13 +344,13 @@ func (r *runner) retry(log *slog.Logger, l *queue.Lease, p jobPayload, cause err
 }
 
 // evaluate runs the harness for one run in a fresh work directory.
-func (r *runner) evaluate(ctx context.Context, g gang, rc *store.RunContext, gate func(context.Context) error) (*problems.Report, string, error) {
+func (r *Runner) evaluate(ctx context.Context, g Gang, rc *store.RunContext, gate func(context.Context) error) (*problems.Report, string, error) {
 	slot := g[0]
 	t, err := r.tasks(rc.Leaderboard)
 	if err != nil {
 		return nil, "", err
 	}
-	scratch, err := os.MkdirTemp(r.workRoot, fmt.Sprintf("run-%d-", rc.Run.ID))
+	scratch, err := os.MkdirTemp(r.cfg.WorkRoot, fmt.Sprintf("run-%d-", rc.Run.ID))
 	if err != nil {
 		return nil, "", err
 	}
@@ -353,7 +361,7 @@ func (r *runner) evaluate(ctx context.Context, g gang, rc *store.RunContext, gat
 	}
 	mode := problems.Mode(rc.Run.Mode)
 	launcher, env := r.launch(g, mode)
-	launcher, done := r.standbyLauncher(r.log.With(logSlot, g.ids(), logRun, rc.Run.ID), g, launcher)
+	launcher, done := r.standbyLauncher(r.log.With(logSlot, g.IDs(), logRun, rc.Run.ID), g, launcher)
 	defer done()
 	var seed *int64
 	if rc.Run.Secret {
@@ -369,7 +377,7 @@ func (r *runner) evaluate(ctx context.Context, g gang, rc *store.RunContext, gat
 		profiler = &p
 	}
 	rep, err := problems.Evaluate(ctx, launcher, t, problems.EvalOptions{
-		Profiler: profiler, Ceilings: r.measure.ceilings(slot), FloorSlack: r.measure.FloorSlack,
+		Profiler: profiler, Ceilings: r.cfg.Measure.ceilings(slot), FloorSlack: r.cfg.Measure.FloorSlack,
 		Mode: mode, Python: r.python.Path, Device: slot.Device, Seed: seed, Env: env, WorkDir: work, GPUs: len(g), Gate: gate,
 		Submission: rc.Code, SubmissionName: rc.Submission.FileName, OutputLimit: runOutputLimit,
 		Cache: r.cacheFor(rc), Arch: slot.GPUType,
@@ -411,7 +419,7 @@ func (r *runner) evaluate(ctx context.Context, g gang, rc *store.RunContext, gat
 }
 
 // appendEvent logs a run's progress where this runner keeps it.
-func (r *runner) appendEvent(ctx context.Context, subID int64, p api.Payload) error {
+func (r *Runner) appendEvent(ctx context.Context, subID int64, p api.Payload) error {
 	if r.events != nil {
 		return r.events(ctx, subID, p)
 	}
