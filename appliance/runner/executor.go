@@ -2,8 +2,11 @@ package runner
 
 import (
 	"context"
+	"time"
 
 	"kernelbox/appliance/store"
+	"kernelbox/gpu"
+	"kernelbox/problems"
 )
 
 // An Executor carries out one run on a gang of slots and returns what it
@@ -25,6 +28,28 @@ import (
 // its slot (warm.go); only the local executor starts runs warm.
 type Executor interface {
 	Execute(ctx context.Context, g Gang, rc *store.RunContext, take func(context.Context) error) (*Execution, error)
+}
+
+// Execution is what a run left: the harness's report and the GPUs'
+// readings around it.
+type Execution struct {
+	Report *problems.Report
+	// Profile is the kept Nsight Compute report's name in ProfilesDir.
+	Profile string
+	Wall    time.Duration
+	// Timed runs (not test mode, on a measured GPU) are gated and must not
+	// throttle.
+	Timed bool
+	// Before is the lead GPU's reading at the gate; Tel its telemetry
+	// across the run, Others a gang's other GPUs', Throttled the first
+	// that throttled.
+	Before    *gpu.Telemetry
+	Tel       *gpu.RunTelemetry
+	Others    []gpu.RunTelemetry
+	Throttled *gpu.RunTelemetry
+	// Info is what the machine that ran it says of itself (a Slurm node's
+	// host, Python, GPU); nil for this box's own slots.
+	Info map[string]any
 }
 
 // Remoter is an executor that sends runs away, and says where each slot's
