@@ -11,9 +11,10 @@ import (
 // 2): problems and policies are leaves; gpu, sandbox and queue import only
 // leaves; appliance/api (the wire contract) imports only leaves;
 // appliance/store (the daemon's state) only the contract, the queue and
-// leaves; appliance (the daemon) imports them all but not the command
-// line; appliance/cli imports the daemon only for the commands that run
-// it; cmd imports only appliance/cli.
+// leaves; appliance/runner only those, gpu and sandbox; appliance (the
+// daemon) imports them all but not the command line; appliance/cli
+// imports the daemon only for the commands that run it; cmd imports only
+// appliance/cli.
 func TestImportDirection(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...").Output()
 	if err != nil {
@@ -29,6 +30,12 @@ func TestImportDirection(t *testing.T) {
 		"kernelbox/appliance/api": func(d string) bool { return leaves[d] },
 		"kernelbox/appliance/store": func(d string) bool {
 			return leaves[d] || d == "kernelbox/appliance/api" || d == "kernelbox/queue"
+		},
+		// The runner: the contract, the store, and the systems a run uses;
+		// never the daemon that wires it.
+		"kernelbox/appliance/runner": func(d string) bool {
+			return leaves[d] || d == "kernelbox/appliance/api" || d == "kernelbox/appliance/store" ||
+				d == "kernelbox/queue" || d == "kernelbox/gpu" || d == "kernelbox/sandbox"
 		},
 		"kernelbox/appliance":     func(d string) bool { return d != "kernelbox/cmd/kernelbox" && d != "kernelbox/appliance/cli" },
 		"kernelbox/appliance/cli": func(d string) bool { return d != "kernelbox/cmd/kernelbox" },

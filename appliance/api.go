@@ -17,6 +17,7 @@ import (
 
 	"kernelbox/appliance/api"
 	"kernelbox/appliance/popcorn"
+	"kernelbox/appliance/runner"
 	"kernelbox/appliance/store"
 	"kernelbox/appliance/web"
 )
@@ -286,8 +287,8 @@ func (a *API) healthNow(ctx context.Context) api.Health {
 	if a.svc.executorTrouble != nil {
 		h.Reasons = append(h.Reasons, a.svc.executorTrouble()...)
 	}
-	h.Canaries = a.svc.canary.list()
-	h.Reasons = append(h.Reasons, canaryReasons(h.Canaries)...)
+	h.Canaries = a.svc.canary.List()
+	h.Reasons = append(h.Reasons, runner.CanaryReasons(h.Canaries)...)
 	if len(h.Reasons) > 0 {
 		h.Status = "degraded"
 	}

@@ -212,8 +212,8 @@ func BenchmarkDaemon_Standby(b *testing.B) {
 		with += submit(on)
 		without += submit(off)
 	}
-	if on.d.runner.handed.Load() != int64(b.N) || off.d.runner.handed.Load() != 0 {
-		b.Fatalf("runs handed to a standby: %d with standbys, %d without; want %d and 0", on.d.runner.handed.Load(), off.d.runner.handed.Load(), b.N)
+	if on.d.runner.Handed() != int64(b.N) || off.d.runner.Handed() != 0 {
+		b.Fatalf("runs handed to a standby: %d with standbys, %d without; want %d and 0", on.d.runner.Handed(), off.d.runner.Handed(), b.N)
 	}
 	n := float64(b.N)
 	b.ReportMetric(with.Seconds()/n, "standby-s/op")

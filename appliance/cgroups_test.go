@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"kernelbox/appliance/runner"
 	"kernelbox/policies"
 	"kernelbox/problems"
 	"kernelbox/sandbox"
@@ -43,7 +44,7 @@ func TestDaemon_OwnCgroups(t *testing.T) {
 	go func() {
 		l := policies.DefaultLimits()
 		l.Memory, l.TmpSize, l.WallTime = 256<<20, 16<<20, time.Minute
-		_, err := a.d.rt.Run(ctx, sandbox.Spec{Args: []string{"sleep", "60"}, Env: SandboxEnv(), Binds: sandbox.DefaultBinds(), Limits: l})
+		_, err := a.d.rt.Run(ctx, sandbox.Spec{Args: []string{"sleep", "60"}, Env: runner.SandboxEnv(), Binds: sandbox.DefaultBinds(), Limits: l})
 		ran <- err
 	}()
 	// Wait for sleep itself: runc joins the run's cgroups one hierarchy

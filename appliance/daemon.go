@@ -18,6 +18,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/runner"
 	"kernelbox/appliance/store"
 	"kernelbox/gpu"
 	"kernelbox/problems"
@@ -37,7 +38,7 @@ type Daemon struct {
 	Python *problems.Interpreter
 	// launch, when set, replaces the sandbox launcher: tests of the
 	// runner's failure paths script the launcher's answers.
-	launch launcherFunc
+	launch runner.LaunchFunc
 	// nvml and gpuRoot, when set, replace the real NVIDIA library and the
 	// host's / for discovery: tests give the daemon fake GPUs.
 	nvml      gpu.NVML
@@ -53,7 +54,7 @@ type Daemon struct {
 	store  *store.Store
 	queue  *queue.Store
 	svc    *Service
-	runner *runner
+	runner *runner.Runner
 	rt     *sandbox.Runtime
 	api    *API
 
@@ -107,7 +108,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	boot := randomHex(8)
 	d.svc = newService(d.cfg, d.store, d.queue, d.log.With("component", "service"), d.now, boot)
 	d.svc.marks = marks
-	d.svc.canary = newCanaries(d.cfg.Canary, d.now)
+	d.svc.canary = runner.NewCanaries(d.cfg.Canary, d.now)
 	// Every lease of an earlier boot is an orphan: its holder is gone.
 	if n, err := d.queue.Reap(ctx, boot); err != nil {
 		return err
@@ -138,11 +139,11 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		d.log.Info("no GPUs: the CPU backend serves this box", "why", strings.Join(d.inventory.Notes, "; "))
 	}
 	profilerNote := d.setupProfiler()
-	cpus := allowedCPUs()
-	gslots := gpuSlots(d.inventory, cpus)
+	cpus := runner.AllowedCPUs()
+	gslots := runner.GPUSlots(d.inventory, cpus)
 	d.openMonitor(gslots)
-	slots := append(gslots, cpuSlots(d.cfg.CPUSlots, cpus)...)
-	if d.cfg.Measurement.measuresCPU(slots) {
+	slots := append(gslots, runner.CPUSlots(d.cfg.CPUSlots, cpus)...)
+	if d.cfg.Measurement.MeasuresCPU(slots) {
 		// Now, before any run: a run on another slot would slow the copy
 		// (a low ceiling flags honest kernels) and the copy would slow the
 		// run. Jobs read the cached figure.
@@ -151,12 +152,12 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if len(d.svc.health) == 0 && len(slots) == 0 {
 		d.svc.health = append(d.svc.health, "no slots: no GPU was found and cpu_slots is 0")
 	}
-	d.runner = d.newRunner(slots, launch, it)
 	d.svc.offer(slots) // even when none can run: jobs wait for the box to be fixed
 	if len(d.svc.health) > 0 {
-		d.runner.slots = nil // nothing can run; keep the jobs queued
+		slots = nil // nothing can run; keep the jobs queued
 		d.log.Error("the box cannot evaluate submissions", "why", strings.Join(d.svc.health, "; "))
 	}
+	d.runner = runner.New(d.runnerDeps(slots, launch, it))
 	return d.startServing(ctx, api.GPUsStatus{Vendor: string(d.inventory.Vendor), Driver: d.inventory.Driver,
 		Notes: d.inventory.Notes, Profiler: profilerNote})
 }
@@ -178,7 +179,7 @@ func (d *Daemon) startServing(ctx context.Context, inv api.GPUsStatus) error {
 	if err := d.runner.Start(ctx); err != nil {
 		return err
 	}
-	d.svc.attach(board{r: d.runner, inv: inv})
+	d.svc.attach(d.runner.Board(inv))
 	a, err := newAPI(d.svc, d.log.With("component", "api"))
 	if err != nil {
 		return err
@@ -187,16 +188,27 @@ func (d *Daemon) startServing(ctx context.Context, inv api.GPUsStatus) error {
 	return d.listen()
 }
 
-// newRunner builds the runner from its parts: the queue and the store
-// (one database), the service's task cache and reconciler, the launcher,
-// the GPU monitor.
-func (d *Daemon) newRunner(slots []Slot, launch launcherFunc, it *problems.Interpreter) *runner {
-	r := newRunner(d.cfg, d.svc, slots, launch, it, d.log.With("component", "runner"))
-	r.driver, r.profiler, r.canary = d.inventory.Driver, d.profiler, d.svc.canary
+// runnerDeps are the runner's parts on this box: the queue and the store
+// (one database), the service's task cache, reconciler, wake-up, metrics
+// and canaries, the launcher, the GPU monitor and the profiler.
+func (d *Daemon) runnerDeps(slots []runner.Slot, launch runner.LaunchFunc, it *problems.Interpreter) runner.Deps {
+	deps := runner.Deps{Config: runnerConfig(d.cfg, d.svc.boot), Slots: slots, Queue: d.svc.queue, Store: d.svc.store,
+		Wake: d.svc.wake, Metrics: d.svc.metrics, TasksFunc: d.svc.runTask, ReconcileFunc: d.svc.reconcile,
+		Launch: launch, Python: it, Profiler: d.profiler, Canaries: d.svc.canary, Log: d.log.With("component", "runner")}
+	deps.Config.Driver = d.inventory.Driver
 	if d.monitor != nil { // a nil *gpu.Monitor in the interface would not read as none
-		r.monitor = d.monitor
+		deps.Monitor = d.monitor
 	}
-	return r
+	return deps
+}
+
+// runnerConfig is the runner's part of cfg, for the daemon of boot.
+func runnerConfig(cfg Config, boot string) runner.Config {
+	return runner.Config{Boot: boot, LeaseTTL: cfg.LeaseTTL, MaxRunningPerUser: cfg.MaxRunningPerUser,
+		BackfillLimit: cfg.BackfillLimit, AgePerSecond: cfg.AgePerSecond, Version: cfg.Version, WarmStart: cfg.WarmStart,
+		Standby: cfg.Standby, WorkRoot: filepath.Join(cfg.DataDir, "work"), ProfilesDir: profilesDir(cfg.DataDir),
+		MaxReport: int64(cfg.Profiler.MaxReport), CacheDir: filepath.Join(cfg.DataDir, "cache"),
+		CacheBudget: int64(cfg.CacheBudget), Sandbox: cfg.Sandbox, Measure: cfg.Measurement}
 }
 
 // bootstrapAdmin creates the admin user on the first start and writes its
@@ -282,7 +294,7 @@ func (d *Daemon) Stop(ctx context.Context) error {
 	if d.svc != nil {
 		d.svc.draining.Store(true)
 	}
-	if d.runner != nil && d.runner.cancelSoft != nil {
+	if d.runner != nil {
 		d.runner.Stop(d.cfg.Grace)
 	}
 	var errs []error

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/runner"
 	"kernelbox/appliance/store"
 	"kernelbox/gpu"
 	"kernelbox/gpu/gputest"
@@ -886,7 +887,7 @@ func TestDaemon_FakeGPUMeasurement(t *testing.T) {
 	td := startDaemonWith(t, t.TempDir(), func(c *Config) {
 		c.CPUSlots, c.GPUs = 0, "auto"
 		c.Measurement.Wait, c.Measurement.SampleEvery, c.Measurement.HealthWait = 100*time.Millisecond, 10*time.Millisecond, 100*time.Millisecond
-		c.Measurement.Clocks = map[string]ClockSetting{"H200": {Lo: 1500, Hi: 1500}}
+		c.Measurement.Clocks = map[string]runner.ClockSetting{"H200": {Lo: 1500, Hi: 1500}}
 	}, func(d *Daemon) {
 		d.nvml = fake
 		d.gpuRoot = filepath.Join("..", "gpu", "testdata", "nvidia")
@@ -918,7 +919,7 @@ func TestDaemon_FakeGPUMeasurement(t *testing.T) {
 	if err := json.Unmarshal(v.Runs[0].SystemInfo, &info); err != nil || info["clocks"] != "locked 1500-1500 MHz" || info["gpu_uuid"] != "GPU-aaaa" || info["driver"] != "580.0" {
 		t.Errorf("system info = %s; want the clock profile, GPU UUID and driver", v.Runs[0].SystemInfo)
 	}
-	if iso, ok := isolationOf(info); !ok || !iso.Sandbox || iso.Kernel == "" {
+	if iso, ok := runner.IsolationOf(info); !ok || !iso.Sandbox || iso.Kernel == "" {
 		t.Errorf("system info = %s; want its isolation: the sandbox, and the kernel", v.Runs[0].SystemInfo)
 	}
 	if v.Unsandboxed || v.Unranked != "" {
@@ -1016,7 +1017,7 @@ func TestDaemon_FakeGPUProfile(t *testing.T) {
 	td := startDaemonWith(t, dir, func(c *Config) {
 		c.CPUSlots, c.GPUs = 0, "auto"
 		c.Profiler.NCU, c.Profiler.MaxKernels = ncu, 4
-		c.Measurement.Clocks = map[string]ClockSetting{"H200": {Lo: 1500, Hi: 1500}}
+		c.Measurement.Clocks = map[string]runner.ClockSetting{"H200": {Lo: 1500, Hi: 1500}}
 	}, func(d *Daemon) {
 		d.nvml = &gputest.NVML{Driver: "580.0", GPUs: []gputest.GPU{{Name: "NVIDIA H200", UUID: "GPU-aaaa", Minor: 0,
 			PCI: "00000000:00:06.0", NUMA: -1, Temp: 40, SMClockMHz: 1500, MaxSMMHz: 1980, PowerMW: 100000}}}
@@ -1100,7 +1101,7 @@ func TestDaemon_FakeAMD(t *testing.T) {
 	td := startDaemonWith(t, t.TempDir(), func(c *Config) {
 		c.CPUSlots, c.GPUs = 0, "auto"
 		c.Measurement.Wait, c.Measurement.SampleEvery, c.Measurement.HealthWait = 100*time.Millisecond, 10*time.Millisecond, 100*time.Millisecond
-		c.Measurement.Clocks = map[string]ClockSetting{"MI325X": {Standard: true}}
+		c.Measurement.Clocks = map[string]runner.ClockSetting{"MI325X": {Standard: true}}
 	}, func(d *Daemon) {
 		d.nvml = &gputest.NVML{InitErr: gpu.ErrNotSupported}
 		d.gpuRoot = root

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/runner"
 	"kernelbox/appliance/store"
 )
 
@@ -101,7 +102,7 @@ func quickService(tb testing.TB, name string) (*Service, *store.Store) {
 	cfg.DataDir = dir
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	svc := newService(cfg, st, st.Queue(), log, time.Now, "boot-test")
-	svc.offer(cpuSlots(1, nil))
+	svc.offer(runner.CPUSlots(1, nil))
 	quick, err := filepath.Abs(filepath.Join("testdata", "quick"))
 	if err != nil {
 		tb.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"kernelbox/appliance/runner"
 	"kernelbox/gpu"
 	"kernelbox/policies"
 	"kernelbox/problems"
@@ -18,7 +19,7 @@ import (
 // locks the clocks the configuration asks for, recording each slot's
 // clock profile. A monitor that cannot open leaves the runs unmeasured and
 // says so; it does not stop the daemon.
-func (d *Daemon) openMonitor(slots []Slot) {
+func (d *Daemon) openMonitor(slots []runner.Slot) {
 	amd := d.inventory.Vendor == gpu.VendorAMD
 	if (d.inventory.Vendor != gpu.VendorNVIDIA && !amd) || len(slots) == 0 {
 		return
@@ -82,7 +83,7 @@ func (d *Daemon) openMonitor(slots []Slot) {
 
 // prepareRunner finds the harness interpreter and the sandbox, and says
 // why either is missing (health notes); m counts the sandbox's verdicts.
-func (d *Daemon) prepareRunner(ctx context.Context, m *metrics) (*problems.Interpreter, launcherFunc, []string) {
+func (d *Daemon) prepareRunner(ctx context.Context, m *metrics) (*problems.Interpreter, runner.LaunchFunc, []string) {
 	var health []string
 	it, err := d.Python, error(nil)
 	switch {
@@ -98,8 +99,8 @@ func (d *Daemon) prepareRunner(ctx context.Context, m *metrics) (*problems.Inter
 	}
 	if !d.cfg.Sandbox {
 		d.log.Warn("the sandbox is off: submissions run as the daemon's user, with its access (development only)")
-		return it, func(gang, problems.Mode) (problems.Launcher, []string) {
-			return problems.ExecLauncher{}, SandboxEnv(it.BinDir)
+		return it, func(runner.Gang, problems.Mode) (problems.Launcher, []string) {
+			return problems.ExecLauncher{}, runner.SandboxEnv(it.BinDir)
 		}, health
 	}
 	rt, err := sandbox.NewRuntime(filepath.Join(d.cfg.DataDir, "sandbox"), d.log)
@@ -125,14 +126,14 @@ func (d *Daemon) prepareRunner(ctx context.Context, m *metrics) (*problems.Inter
 	for _, b := range d.cfg.Binds {
 		extra = append(extra, sandbox.Bind{Source: b})
 	}
-	return it, func(g gang, mode problems.Mode) (problems.Launcher, []string) {
-		spec := LauncherSpec{Python: it, Binds: extra, Devices: g.devices(mode), Limits: policies.ForMode(string(mode), 0), Mask: g.mask()}
-		spec.Limits.Cpuset = g.cpuset()
+	return it, func(g runner.Gang, mode problems.Mode) (problems.Launcher, []string) {
+		spec := runner.LauncherSpec{Python: it, Binds: extra, Devices: g.Devices(mode), Limits: policies.ForMode(string(mode), 0), Mask: g.Mask()}
+		spec.Limits.Cpuset = g.Cpuset()
 		if mode == problems.ModeProfile && g[0].GPU != nil {
 			spec.Binds = append(append([]sandbox.Bind(nil), extra...), d.profilerBinds...)
 		}
-		l, env := NewSandboxLauncher(countVerdicts{rt, m}, spec)
-		return l, append(env, g.env()...)
+		l, env := runner.NewSandboxLauncher(countVerdicts{rt, m}, spec)
+		return l, append(env, g.Env()...)
 	}, health
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/runner"
 	"kernelbox/queue"
 	"kernelbox/sandbox"
 )
@@ -69,16 +70,16 @@ func newMetrics() *metrics {
 	return m
 }
 
-// run counts a run's end; wall is zero for one that never ran.
-func (m *metrics) run(gpuType, mode, outcome string, wall time.Duration) {
+// Run counts a run's end; wall is zero for one that never ran.
+func (m *metrics) Run(gpuType, mode, outcome string, wall time.Duration) {
 	m.runs.WithLabelValues(gpuType, mode, outcome).Inc()
 	if wall > 0 {
 		m.runSeconds.WithLabelValues(gpuType, mode).Observe(wall.Seconds())
 	}
 }
 
-// canary keeps a GPU type's last canary.
-func (m *metrics) canary(c api.Canary) {
+// Canary keeps a GPU type's last canary.
+func (m *metrics) Canary(c api.Canary) {
 	ok := 0.0
 	if c.OK {
 		ok = 1
@@ -103,7 +104,7 @@ func (m *metrics) refusal(err error, scanner bool) {
 
 // countVerdicts counts every sandboxed process's verdict on its way back.
 type countVerdicts struct {
-	SandboxRunner
+	runner.SandboxRunner
 	m *metrics
 }
 

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/runner"
 	"kernelbox/appliance/store"
 	"kernelbox/gpu"
 	"kernelbox/problems"
@@ -237,32 +238,34 @@ func runOnNode(ctx context.Context, cfg Config, o NodeOptions, job api.NodeJob, 
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{cfg: runnerConfig{Version: cfg.Version, ProfilesDir: filepath.Join(ncfg.DataDir, "profiles"), Sandbox: cfg.Sandbox},
-		slots: slots, launch: launch, python: it, workRoot: filepath.Join(ncfg.DataDir, "work"), log: log,
-		measure: cfg.Measurement, maxReport: int64(cfg.Profiler.MaxReport), driver: d.inventory.Driver, profiler: d.profiler,
-		caches: newUserCaches(filepath.Join(cfg.DataDir, "cache"), int64(cfg.CacheBudget)), hard: ctx,
-		tasks:  func(*store.Leaderboard) (*problems.Task, error) { return task, nil },
-		events: nodeEvents(link)}
+	// A runner that is never started: the node runs its one job with it.
+	rcfg := runnerConfig(cfg, "")
+	rcfg.WorkRoot, rcfg.ProfilesDir = filepath.Join(ncfg.DataDir, "work"), filepath.Join(ncfg.DataDir, "profiles")
+	rcfg.Driver = d.inventory.Driver
+	deps := runner.Deps{Config: rcfg, Slots: slots, Launch: launch, Python: it, Profiler: d.profiler, Log: log,
+		TasksFunc:  func(*store.Leaderboard) (*problems.Task, error) { return task, nil },
+		EventsFunc: nodeEvents(link)}
 	if d.monitor != nil {
-		r.monitor = d.monitor
+		deps.Monitor = d.monitor
 	}
-	if err := os.MkdirAll(r.workRoot, 0o700); err != nil {
+	r := runner.New(deps)
+	if err := os.MkdirAll(rcfg.WorkRoot, 0o700); err != nil {
 		return nil, err
 	}
 	rc := nodeRunContext(job)
-	defer r.holdCache(log, rc)()
-	log.Info("node ready", "setup", time.Since(begin).Round(time.Millisecond), "python", it.Path, "slots", gang(slots).ids())
-	ex, err := r.execute(ctx, gang(slots), rc, nil)
+	defer r.HoldCache(log, rc)()
+	log.Info("node ready", "setup", time.Since(begin).Round(time.Millisecond), "python", it.Path, "slots", runner.Gang(slots).IDs())
+	ex, err := r.Execute(ctx, runner.Gang(slots), rc, nil)
 	if err != nil {
 		return nil, err
 	}
-	res, err := r.nodeResult(ex, gang(slots))
+	res, err := nodeResult(r, rcfg.ProfilesDir, ex, runner.Gang(slots))
 	if err != nil {
 		return nil, err
 	}
 	report(res)
 	for _, s := range slots {
-		for _, p := range r.healthProblems(log, s) {
+		for _, p := range r.HealthProblems(ctx, log, s) {
 			unwell = append(unwell, s.ID+": "+p)
 		}
 	}
@@ -276,10 +279,10 @@ func runOnNode(ctx context.Context, cfg Config, o NodeOptions, job api.NodeJob, 
 // type, picked as the box picks a gang (shared links first). A job whose
 // GPUs are of another type is refused: a leaderboard never mixes times
 // from two kinds of GPU.
-func (d *Daemon) nodeSlots(ctx context.Context, job api.NodeJob, slurmGPUs string) ([]Slot, error) {
-	cpus := allowedCPUs()
+func (d *Daemon) nodeSlots(ctx context.Context, job api.NodeJob, slurmGPUs string) ([]runner.Slot, error) {
+	cpus := runner.AllowedCPUs()
 	if job.GPUType == "cpu" {
-		return cpuSlots(max(job.GPUs, 1), cpus), nil
+		return runner.CPUSlots(max(job.GPUs, 1), cpus), nil
 	}
 	if d.cfg.GPUs != "auto" {
 		return nil, fmt.Errorf("the run wants %s GPUs and this node's config says gpus: none", job.GPUType)
@@ -292,8 +295,8 @@ func (d *Daemon) nodeSlots(ctx context.Context, job api.NodeJob, slurmGPUs strin
 		return nil, fmt.Errorf("SLURM_JOB_GPUS %q: %w", slurmGPUs, err)
 	}
 	d.inventory = gpu.Discover(ctx, gpu.Options{NVML: d.nvml, Root: d.gpuRoot, Aliases: d.cfg.GPUAliases})
-	all := gpuSlots(d.inventory, cpus)
-	var mine []Slot
+	all := runner.GPUSlots(d.inventory, cpus)
+	var mine []runner.Slot
 	var others []string
 	for _, id := range ids {
 		s, ok := slotOfIndex(all, id)
@@ -313,13 +316,13 @@ func (d *Daemon) nodeSlots(ctx context.Context, job api.NodeJob, slurmGPUs strin
 		}
 		return nil, errors.New(why)
 	}
-	return pickGang(mine, job.GPUs), nil
+	return runner.PickGang(mine, job.GPUs), nil
 }
 
 // slotOfIndex finds Slurm's GPU index among the slots: Slurm counts the
 // device files of gres.conf (/dev/nvidia<N>), which NVML's order need
 // not follow; without such a node the discovery index stands in.
-func slotOfIndex(all []Slot, id int) (Slot, bool) {
+func slotOfIndex(all []runner.Slot, id int) (runner.Slot, bool) {
 	dev := fmt.Sprintf("/dev/nvidia%d", id)
 	for _, s := range all {
 		for _, n := range s.GPU.Nodes {
@@ -333,7 +336,7 @@ func slotOfIndex(all []Slot, id int) (Slot, bool) {
 			return s, true
 		}
 	}
-	return Slot{}, false
+	return runner.Slot{}, false
 }
 
 // writeNodeProblem puts the job's problem files in dir and loads them,
@@ -411,24 +414,25 @@ func nodeEvents(link nodeLink) func(context.Context, int64, api.Payload) error {
 	}
 }
 
-// nodeResult is the execution as the coordinator takes it back.
-func (r *runner) nodeResult(ex *execution, g gang) (api.NodeResult, error) {
-	res := api.NodeResult{Report: ex.rep, Wall: ex.wall, Timed: ex.timed}
-	if ex.tel != nil || ex.before != nil {
-		tel, err := json.Marshal(nodeTelemetry{Gate: ex.before, Run: ex.tel, Others: ex.others, Throttled: ex.throttled})
+// nodeResult is the execution as the coordinator takes it back; the
+// kept profile is in profiles.
+func nodeResult(r *runner.Runner, profiles string, ex *runner.Execution, g runner.Gang) (api.NodeResult, error) {
+	res := api.NodeResult{Report: ex.Report, Wall: ex.Wall, Timed: ex.Timed}
+	if ex.Tel != nil || ex.Before != nil {
+		tel, err := json.Marshal(nodeTelemetry{Gate: ex.Before, Run: ex.Tel, Others: ex.Others, Throttled: ex.Throttled})
 		if err != nil {
 			return res, err
 		}
 		res.Telemetry = tel
 	}
-	if ex.profile != "" {
-		data, err := os.ReadFile(filepath.Join(r.cfg.ProfilesDir, ex.profile))
+	if ex.Profile != "" {
+		data, err := os.ReadFile(filepath.Join(profiles, ex.Profile))
 		if err != nil {
 			return res, fmt.Errorf("read the kept profile: %w", err)
 		}
 		res.Profile = data
 	}
-	res.System = r.systemInfo(g, ex.wall)
+	res.System = r.SystemInfo(g, ex.Wall)
 	res.System["node"], _ = os.Hostname()
 	return res, nil
 }

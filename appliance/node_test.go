@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/runner"
 	"kernelbox/gpu/gputest"
 	"kernelbox/problems"
 	"kernelbox/sandbox"
@@ -169,7 +170,7 @@ func TestNodeSlots(t *testing.T) {
 		if err != nil {
 			got = err.Error()
 		} else {
-			got = gang(slots).ids()
+			got = runner.Gang(slots).IDs()
 		}
 		if !strings.Contains(got, tc.want) || (err == nil) != !strings.Contains(tc.want, " ") {
 			t.Errorf("nodeSlots(%q, %s x%d) = %q, want %q", tc.slurm, tc.gpuType, tc.gpus, got, tc.want)

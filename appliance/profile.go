@@ -19,8 +19,6 @@ import (
 // profilesDir holds the kept .ncu-rep files, one per run, named by the run.
 func profilesDir(dataDir string) string { return filepath.Join(dataDir, "profiles") }
 
-func profileName(runID int64) string { return fmt.Sprintf("run-%d.ncu-rep", runID) }
-
 // setupProfiler decides what profile mode does on this box: ncu where the
 // GPUs are NVIDIA, ncu is installed and the driver opens its counters to
 // users; PyTorch's profiler table otherwise. It returns the line `kernelbox
@@ -50,28 +48,6 @@ func (d *Daemon) setupProfiler() string {
 	d.profilerBinds = []sandbox.Bind{{Source: ncu.Dir}}
 	d.log.Info("profile mode runs Nsight Compute", "ncu", ncu.Path, "max_kernels", d.cfg.Profiler.MaxKernels)
 	return fmt.Sprintf("profile mode runs Nsight Compute (%s, at most %d kernels per run)", ncu.Path, d.cfg.Profiler.MaxKernels)
-}
-
-// keepProfile copies a run's report out of its work directory, which dies
-// with the run, into the data directory. A report over the cap is not
-// kept, and the summary says so.
-func (r *runner) keepProfile(runID int64, p *problems.ProfileResult) (string, error) {
-	if p == nil || p.File == "" {
-		return "", nil
-	}
-	if p.Size > r.maxReport {
-		p.Summary += fmt.Sprintf("\n(the report, %d bytes, is over this box's %d-byte cap and was not kept)\n", p.Size, r.maxReport)
-		return "", nil
-	}
-	dir := r.cfg.ProfilesDir
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("keep profile of run %d: %w", runID, err)
-	}
-	name := profileName(runID)
-	if err := problems.CopyFileAtomic(p.File, filepath.Join(dir, name)); err != nil {
-		return "", fmt.Errorf("keep profile of run %d: %w", runID, err)
-	}
-	return name, nil
 }
 
 // profile serves a run's .ncu-rep to whoever may see the submission.

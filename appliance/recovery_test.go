@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/runner"
 	"kernelbox/appliance/store"
 	"kernelbox/internal/testutil"
 	"kernelbox/problems"
@@ -458,7 +459,9 @@ func TestDaemon_InfrastructureRetries(t *testing.T) {
 			t.Parallel()
 			fl := &flakyLauncher{fails: tc.fails, real: problems.ExecLauncher{}}
 			td := startDaemonWith(t, t.TempDir(), func(c *Config) { c.CPUSlots = 1 }, func(d *Daemon) {
-				d.launch = func(gang, problems.Mode) (problems.Launcher, []string) { return fl, SandboxEnv(d.Python.BinDir) }
+				d.launch = func(runner.Gang, problems.Mode) (problems.Launcher, []string) {
+					return fl, runner.SandboxEnv(d.Python.BinDir)
+				}
 			})
 			td.loadQuick()
 			out, errOut, code := td.cli(td.token, "submit", quickSolution("correct/double.py"), "--json")

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/runner"
 	"kernelbox/appliance/store"
 	"kernelbox/policies"
 	"kernelbox/problems"
@@ -22,9 +23,10 @@ import (
 // sandbox: no root, no seccomp, no PyTorch.
 type runnerBundle struct {
 	t    *testing.T
+	dir  string // the data directory
 	st   *store.Store
 	svc  *Service
-	r    *runner
+	r    *runner.Runner
 	fake *sandboxtest.Runtime
 	user *store.User
 	// jobDone receives each time the runner is done with a job.
@@ -44,14 +46,17 @@ func newRunnerBundle(t *testing.T, script ...sandboxtest.Step) *runnerBundle {
 	cfg.DataDir, cfg.LeaseTTL = dir, 2*time.Second
 	svc := newService(cfg, st, st.Queue(), testLogger(t), time.Now, "boot-test")
 	fake := &sandboxtest.Runtime{Script: script}
-	launch := func(_ gang, mode problems.Mode) (problems.Launcher, []string) {
-		return NewSandboxLauncher(fake, LauncherSpec{Limits: policies.ForMode(string(mode), 0)})
+	launch := func(_ runner.Gang, mode problems.Mode) (problems.Launcher, []string) {
+		return runner.NewSandboxLauncher(fake, runner.LauncherSpec{Limits: policies.ForMode(string(mode), 0)})
 	}
-	slots := cpuSlots(1, nil)
-	r := newRunner(cfg, svc, slots, launch, &problems.Interpreter{Path: "/usr/bin/python3", Device: "cpu"}, testLogger(t))
-	r.idlePoll = 50 * time.Millisecond
+	slots := runner.CPUSlots(1, nil)
 	jobDone := make(chan struct{}, 16)
-	r.onJobDone = func() { jobDone <- struct{}{} }
+	rcfg := runnerConfig(cfg, svc.boot)
+	rcfg.IdlePoll = 50 * time.Millisecond
+	r := runner.New(runner.Deps{Config: rcfg, Slots: slots, Queue: svc.queue, Store: svc.store, Wake: svc.wake,
+		Metrics: svc.metrics, TasksFunc: svc.runTask, ReconcileFunc: svc.reconcile, Launch: launch,
+		Python: &problems.Interpreter{Path: "/usr/bin/python3", Device: "cpu"}, Log: testLogger(t),
+		JobDoneFunc: func() { jobDone <- struct{}{} }})
 	svc.offer(slots)
 	quick, err := filepath.Abs(filepath.Join("testdata", "quick"))
 	if err != nil {
@@ -68,7 +73,7 @@ func newRunnerBundle(t *testing.T, script ...sandboxtest.Step) *runnerBundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Stop(time.Second) })
-	return &runnerBundle{t: t, st: st, svc: svc, r: r, fake: fake, user: u, jobDone: jobDone}
+	return &runnerBundle{t: t, dir: dir, st: st, svc: svc, r: r, fake: fake, user: u, jobDone: jobDone}
 }
 
 // submit sends the quick problem's correct solution in test mode and
@@ -186,7 +191,7 @@ func TestRunner_CancelStopsTheRun(t *testing.T) {
 	// gone and stops it, well before the test's cleanup would.
 	select {
 	case <-b.jobDone:
-	case <-time.After(3 * b.r.cfg.LeaseTTL):
-		t.Fatalf("the cancelled run still holds its slot after %v", 3*b.r.cfg.LeaseTTL)
+	case <-time.After(3 * b.svc.cfg.LeaseTTL):
+		t.Fatalf("the cancelled run still holds its slot after %v", 3*b.svc.cfg.LeaseTTL)
 	}
 }

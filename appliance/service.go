@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/runner"
 	"kernelbox/appliance/store"
 	"kernelbox/policies"
 	"kernelbox/problems"
@@ -29,7 +30,6 @@ const (
 	logSubmission = "submission"
 	logRun        = "run"
 	logJob        = "job"
-	logSlot       = "slot"
 	logUser       = "user"
 )
 
@@ -55,12 +55,6 @@ func (b *broadcast) Fire() {
 	b.mu.Unlock()
 }
 
-// jobPayload is what a queue job carries: the run it evaluates.
-type jobPayload struct {
-	Run        int64 `json:"run"`
-	Submission int64 `json:"submission"`
-}
-
 func runKey(runID int64) string { return fmt.Sprintf("run:%d", runID) }
 
 // Service is the daemon's logic between the API and the runner: it checks
@@ -81,7 +75,7 @@ type Service struct {
 	// marks is the data directory's record of the ids handed out.
 	marks *storeMarks
 	// canary is each GPU type's last canary run (canary.go), for health.
-	canary *canaries
+	canary *runner.Canaries
 
 	// board is the runner's slots, once it runs (GET /api/gpus, drains).
 	board slotBoard
@@ -408,7 +402,7 @@ func runJobs(user, category string, gpus int) store.JobsFunc {
 	return func(subID int64, runs []api.Run) ([]queue.NewJob, error) {
 		var jobs []queue.NewJob
 		for _, r := range runs {
-			p, err := json.Marshal(jobPayload{Run: r.ID, Submission: subID})
+			p, err := json.Marshal(runner.Payload{Run: r.ID, Submission: subID})
 			if err != nil {
 				return nil, err
 			}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/runner"
 )
 
 // slotBoard is what the service asks of the runner's slots.
@@ -115,7 +116,7 @@ func (s *Service) Resume() (api.GPUsStatus, error) {
 
 // offer records the slots the box serves, by GPU type: what submissions
 // may ask for, and how many GPUs a gang may have.
-func (s *Service) offer(slots []Slot) {
+func (s *Service) offer(slots []runner.Slot) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, sl := range slots {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/runner"
 	"kernelbox/appliance/store"
 	"kernelbox/gpu"
 	"kernelbox/problems"
@@ -73,11 +74,12 @@ func (d *Daemon) startCoordinator(ctx context.Context) error {
 		return err
 	}
 	slots := d.cfg.Slurm.slots()
-	d.runner = d.newRunner(slots, nil, it)
-	d.runner.exec = sl
-	d.runner.cfg.UnrankUnsandboxed = !d.cfg.Slurm.RankUnsandboxed
+	deps := d.runnerDeps(slots, nil, it)
+	deps.Executor = sl
+	deps.Config.UnrankUnsandboxed = !d.cfg.Slurm.RankUnsandboxed
 	// A pool's slot is a place in Slurm, not a GPU: nothing to keep warm.
-	d.runner.cfg.WarmStart, d.runner.cfg.Standby = false, false
+	deps.Config.WarmStart, deps.Config.Standby = false, false
+	d.runner = runner.New(deps)
 	d.svc.offer(slots)
 	var notes []string
 	for _, p := range d.cfg.Slurm.Pools {
@@ -112,7 +114,7 @@ type slurm struct {
 	reach *controllerReach
 }
 
-func (s *slurm) remote(slot string) string {
+func (s *slurm) Remote(slot string) string {
 	if v, ok := s.where.Load(slot); ok {
 		return v.(string)
 	}
@@ -120,7 +122,7 @@ func (s *slurm) remote(slot string) string {
 }
 
 // tell records where a gang's run is out, or forgets it ("").
-func (s *slurm) tell(g gang, where string) {
+func (s *slurm) tell(g runner.Gang, where string) {
 	for _, sl := range g {
 		if where == "" {
 			s.where.Delete(sl.ID)
@@ -130,7 +132,10 @@ func (s *slurm) tell(g gang, where string) {
 	}
 }
 
-var _ executor = (*slurm)(nil)
+var (
+	_ runner.Executor = (*slurm)(nil)
+	_ runner.Remoter  = (*slurm)(nil)
+)
 
 func newSlurm(cfg Config, boot string, tasks func(*store.Leaderboard) (*problems.Task, error), log *slog.Logger) *slurm {
 	s := &slurm{cfg: cfg.Slurm, boot: boot, runs: newNodeRuns(), tasks: tasks, log: log,
@@ -148,7 +153,7 @@ func maxNodeResult(maxReport int64) int64 { return maxReport*4/3 + 64<<20 }
 // execute hands the run to Slurm and waits for the node's report, for the
 // job to end without one (the box's failure: the runner tries again), or
 // for ctx to end (the lease lost, or shutdown: the job is cancelled).
-func (s *slurm) execute(ctx context.Context, g gang, rc *store.RunContext, _ func(context.Context) error) (*execution, error) {
+func (s *slurm) Execute(ctx context.Context, g runner.Gang, rc *store.RunContext, _ func(context.Context) error) (*runner.Execution, error) {
 	job, err := s.nodeJob(g, rc)
 	if err != nil {
 		return nil, err
@@ -207,7 +212,7 @@ func (s *slurm) submitBackoff() time.Duration { return 5 * s.cfg.Poll }
 // nodeJob is the run as the node gets it: everything it needs, the
 // problem's files included, since a node shares no disk with the
 // coordinator.
-func (s *slurm) nodeJob(g gang, rc *store.RunContext) (api.NodeJob, error) {
+func (s *slurm) nodeJob(g runner.Gang, rc *store.RunContext) (api.NodeJob, error) {
 	t, err := s.tasks(rc.Leaderboard)
 	if err != nil {
 		return api.NodeJob{}, err
@@ -238,7 +243,7 @@ func (s *slurm) nodeJob(g gang, rc *store.RunContext) (api.NodeJob, error) {
 
 // submit runs sbatch, the batch script on its stdin (the job token must
 // not show in any process's arguments), and returns the job id.
-func (s *slurm) submit(ctx context.Context, g gang, rc *store.RunContext, token string) (string, error) {
+func (s *slurm) submit(ctx context.Context, g runner.Gang, rc *store.RunContext, token string) (string, error) {
 	pool, ok := s.cfg.pool(g[0].GPUType)
 	if !ok {
 		return "", fmt.Errorf("no Slurm pool for GPU type %s", g[0].GPUType)
@@ -509,27 +514,27 @@ type nodeTelemetry struct {
 
 // execution turns a node's report into what the runner judges and
 // records, keeping its profile here.
-func (s *slurm) execution(runID int64, id string, res api.NodeResult) (*execution, error) {
+func (s *slurm) execution(runID int64, id string, res api.NodeResult) (*runner.Execution, error) {
 	if res.Report == nil {
 		return nil, fmt.Errorf("job %s in Slurm: the node's report has no result", id)
 	}
-	ex := &execution{rep: res.Report, wall: res.Wall, timed: res.Timed, info: res.System}
+	ex := &runner.Execution{Report: res.Report, Wall: res.Wall, Timed: res.Timed, Info: res.System}
 	if len(res.Telemetry) > 0 {
 		var t nodeTelemetry
 		if err := json.Unmarshal(res.Telemetry, &t); err != nil {
 			return nil, fmt.Errorf("job %s in Slurm: the node's telemetry: %w", id, err)
 		}
-		ex.before, ex.tel, ex.others, ex.throttled = t.Gate, t.Run, t.Others, t.Throttled
+		ex.Before, ex.Tel, ex.Others, ex.Throttled = t.Gate, t.Run, t.Others, t.Throttled
 	}
-	if ex.info == nil {
-		ex.info = map[string]any{}
+	if ex.Info == nil {
+		ex.Info = map[string]any{}
 	}
-	ex.info[logSlurmJob] = id
-	if iso, ok := isolationOf(ex.info); !ok || !iso.Sandbox {
+	ex.Info[logSlurmJob] = id
+	if iso, ok := runner.IsolationOf(ex.Info); !ok || !iso.Sandbox {
 		// Said here, where the organiser reads, not only in the node's
 		// slurm.output.
 		s.log.Warn("a node ran this run without the sandbox: its code had the node's rights", logRun, runID, logSlurmJob, id,
-			"node", ex.info["node"], "said", ok, "ranked", s.cfg.RankUnsandboxed)
+			"node", ex.Info["node"], "said", ok, "ranked", s.cfg.RankUnsandboxed)
 	}
 	if int64(len(res.Profile)) > s.maxReport {
 		s.log.Warn("a node's Nsight Compute report is over profiler.max_report: not kept", logRun, runID, logSlurmJob, id, "bytes", len(res.Profile))
@@ -537,7 +542,7 @@ func (s *slurm) execution(runID int64, id string, res api.NodeResult) (*executio
 		if err := os.MkdirAll(s.profilesDir, 0o700); err != nil {
 			return nil, err
 		}
-		name := profileName(runID)
+		name := runner.ProfileName(runID)
 		err := problems.WriteFileAtomic(filepath.Join(s.profilesDir, name), func(w io.Writer) error {
 			_, err := w.Write(res.Profile)
 			return err
@@ -545,7 +550,7 @@ func (s *slurm) execution(runID int64, id string, res api.NodeResult) (*executio
 		if err != nil {
 			return nil, fmt.Errorf("keep the profile of run %d: %w", runID, err)
 		}
-		ex.profile = name
+		ex.Profile = name
 	}
 	return ex, nil
 }

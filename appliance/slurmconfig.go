@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"kernelbox/appliance/runner"
 )
 
 // The executors a config names.
@@ -135,15 +137,15 @@ func (c *SlurmConfig) validate(bad func(field, format string, args ...any)) {
 // slots are the pools' places in the coordinator's runner: one a GPU the
 // runs may hold in Slurm, named slurm:<type>:<n>. They have no GPU of
 // their own here: the node gates, samples and checks its GPUs.
-func (c *SlurmConfig) slots() []Slot {
-	var out []Slot
+func (c *SlurmConfig) slots() []runner.Slot {
+	var out []runner.Slot
 	for _, p := range c.Pools {
 		device := "cuda"
 		if p.GPUType == "cpu" {
 			device = "cpu"
 		}
 		for i := range p.GPUs {
-			out = append(out, Slot{ID: fmt.Sprintf("slurm:%s:%d", p.GPUType, i), GPUType: p.GPUType, Device: device,
+			out = append(out, runner.Slot{ID: fmt.Sprintf("slurm:%s:%d", p.GPUType, i), GPUType: p.GPUType, Device: device,
 				Clocks: "the node's"})
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/runner"
 	"kernelbox/appliance/store"
 )
 
@@ -111,7 +112,7 @@ func TestJobProcs(t *testing.T) {
 	// The "node side": a shell whose child sleeps.
 	cfg.Slurm.Command = []string{"sh", "-c", "sleep 60; true", "node"}
 	s := newSlurm(cfg, "boot", nil, testLogger(t))
-	g := gang{{ID: "slurm:cpu:0", GPUType: "cpu"}}
+	g := runner.Gang{{ID: "slurm:cpu:0", GPUType: "cpu"}}
 	var ids []string
 	for run := range int64(2) {
 		rc := &store.RunContext{Run: store.RunRecord{Run: api.Run{ID: run + 1, Mode: "test"}}}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"kernelbox/appliance/runner"
 	"kernelbox/appliance/store"
 )
 
@@ -144,7 +145,7 @@ func (c *controllerReach) Collect(ch chan<- prometheus.Metric) {
 // tried again, the wait doubling from five polls to thirty; any other
 // failure (or an outage past patience) holds the run for five polls and
 // returns the error, counting the attempt. ctx ending stops the wait.
-func (s *slurm) submitPatiently(ctx context.Context, g gang, rc *store.RunContext, token string) (string, error) {
+func (s *slurm) submitPatiently(ctx context.Context, g runner.Gang, rc *store.RunContext, token string) (string, error) {
 	wait := s.submitBackoff()
 	for {
 		// sbatch is not interrupted: a job it submitted must be known here

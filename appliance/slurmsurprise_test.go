@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/runner"
 	"kernelbox/appliance/store"
 )
 
@@ -37,7 +38,7 @@ func TestFakeSlurm_Unsandboxed(t *testing.T) {
 			return
 		}
 		var info struct {
-			Isolation isolation `json:"isolation"`
+			Isolation runner.Isolation `json:"isolation"`
 		}
 		if err := json.Unmarshal(final.Runs[0].SystemInfo, &info); err != nil || info.Isolation.Sandbox ||
 			info.Isolation.Runtime != "none" || info.Isolation.Kernel == "" || info.Isolation.Node == "" {
@@ -166,7 +167,7 @@ func TestSlurm_SubmitPatiently(t *testing.T) {
 	cfg.Slurm.Patience = 2 * time.Second
 	cfg.Slurm.Command = []string{"true"} // the "node" does nothing
 	s := newSlurm(cfg, "boot", nil, testLogger(t))
-	g := gang{{ID: "slurm:cpu:0", GPUType: "cpu"}}
+	g := runner.Gang{{ID: "slurm:cpu:0", GPUType: "cpu"}}
 	rc := &store.RunContext{Run: store.RunRecord{Run: api.Run{ID: 7, Mode: "test"}}}
 
 	fake.down(true)

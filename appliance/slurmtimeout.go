@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"kernelbox/appliance/runner"
 	"kernelbox/problems"
 )
 
@@ -24,7 +25,7 @@ func (e *jobTimedOut) Error() string {
 
 // timedOut is the execution of a run whose job went past its time limit:
 // the contestant's verdict, with the limit.
-func (s *slurm) timedOut(mode string, e *jobTimedOut) *execution {
+func (s *slurm) timedOut(mode string, e *jobTimedOut) *runner.Execution {
 	rep := &problems.Report{Mode: problems.Mode(mode), Passed: false,
 		Reason: fmt.Sprintf("timed out: the run went past the Slurm time limit of %s (slurm.time_limit)", fmtLimit(s.cfg.TimeLimit)),
 		Tests:  []problems.TestResult{}, Benchmarks: []problems.BenchmarkResult{}}
@@ -32,7 +33,7 @@ func (s *slurm) timedOut(mode string, e *jobTimedOut) *execution {
 	if e.node != "" {
 		info["node"] = e.node
 	}
-	return &execution{rep: rep, info: info}
+	return &runner.Execution{Report: rep, Info: info}
 }
 
 // fmtLimit writes a time limit as people do: 1h, 90m, 1h30m.

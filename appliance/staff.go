@@ -21,7 +21,7 @@ import (
 
 // Users lists every account.
 // Canaries are each GPU type's last canary run, for the organisers' page.
-func (s *Service) Canaries() []api.Canary { return s.canary.list() }
+func (s *Service) Canaries() []api.Canary { return s.canary.List() }
 
 func (s *Service) Users(ctx context.Context) ([]api.User, error) {
 	users, err := s.store.Users(ctx)

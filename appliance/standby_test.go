@@ -28,7 +28,7 @@ func TestDaemon_Standby(t *testing.T) {
 	r := td.d.runner
 	standbyReady := func() {
 		t.Helper()
-		waitFor(t, 60*time.Second, func() bool { _, ok := r.standbys.Load("GPU-aaaa"); return ok })
+		waitFor(t, 60*time.Second, func() bool { _, ok := r.Standby("GPU-aaaa"); return ok })
 		time.Sleep(time.Second) // it may still be importing torch: the run waits for it
 	}
 	read := func(name string) []byte {
@@ -38,7 +38,7 @@ func TestDaemon_Standby(t *testing.T) {
 		}
 		return b
 	}
-	slot := r.slots[0].ID
+	const slot = "GPU-aaaa" // the fake H200's
 	var handed int64
 	for _, c := range []struct {
 		board, file string
@@ -62,10 +62,10 @@ func TestDaemon_Standby(t *testing.T) {
 		if v.Passed != c.passed {
 			t.Errorf("%s on %s: passed %v (%s), want %v", c.file, slot, v.Passed, v.Runs[0].Reason, c.passed)
 		}
-		if n := r.handed.Load(); (n > handed) != c.handed {
+		if n := r.Handed(); (n > handed) != c.handed {
 			t.Errorf("%s: handed to the standby = %v, want %v", c.file, n > handed, c.handed)
 		}
-		handed = r.handed.Load()
+		handed = r.Handed()
 		var rep problems.Report
 		if err := json.Unmarshal(v.Runs[0].Report, &rep); err != nil || len(rep.Phases) == 0 || rep.Phases[0].Result == nil {
 			t.Fatalf("%s: report %s: %v", c.file, v.Runs[0].Report, err)
@@ -87,13 +87,10 @@ func TestDaemon_StandbyWhileBusy(t *testing.T) {
 	td.loadQuickOn("[H200]")
 	ctx := t.Context()
 	r := td.d.runner
-	slot := r.slots[0].ID
-	standby := func() *standby {
-		v, ok := r.standbys.Load(slot)
-		if !ok {
-			return nil
-		}
-		return v.(*standby)
+	const slot = "GPU-aaaa" // the fake H200's
+	standby := func() any {
+		v, _ := r.Standby(slot)
+		return v
 	}
 	waitFor(t, 60*time.Second, func() bool { return standby() != nil })
 	first := standby()
@@ -106,7 +103,7 @@ func TestDaemon_StandbyWhileBusy(t *testing.T) {
 	}
 	var during bool
 	waitFor(t, 60*time.Second, func() bool {
-		_, busy := r.busy.Load(slot)
+		busy := r.Busy(slot)
 		sb := standby()
 		during = busy && sb != nil && sb != first
 		if v, err := td.admin.Submission(ctx, sub.ID, false); err == nil && v.Status == api.StatusDone {

@@ -15,6 +15,7 @@ import (
 
 	"kernelbox/appliance"
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/runner"
 	"kernelbox/gpu"
 	"kernelbox/policies"
 	"kernelbox/problems"
@@ -109,7 +110,7 @@ func printChecks(c *cli.Context, checks []sandbox.Check) error {
 // above fits together.
 func sandboxSmokeTest(c *cli.Context) sandbox.Check {
 	ch := sandbox.Check{Name: "sandbox run", Fix: "see the error; kernelbox sandbox run -- /bin/true shows it again"}
-	rt, cleanup, err := appliance.NewOneShotRuntime(slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelError})))
+	rt, cleanup, err := runner.NewOneShotRuntime(slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelError})))
 	if err != nil {
 		ch.Info = err.Error()
 		return ch
@@ -117,7 +118,7 @@ func sandboxSmokeTest(c *cli.Context) sandbox.Check {
 	defer cleanup()
 	l := policies.DefaultLimits()
 	l.WallTime = 20 * time.Second
-	res, err := rt.Run(c.Context, sandbox.Spec{Args: []string{"/bin/true"}, Env: appliance.SandboxEnv(), Binds: sandbox.DefaultBinds(), Limits: l})
+	res, err := rt.Run(c.Context, sandbox.Spec{Args: []string{"/bin/true"}, Env: runner.SandboxEnv(), Binds: sandbox.DefaultBinds(), Limits: l})
 	switch {
 	case err != nil:
 		ch.Info = err.Error()
@@ -139,7 +140,7 @@ const unitUmask = 0o077
 // check on each of its GPU types (GET /api/health, /readyz).
 func canaryCheck(c *cli.Context, it *problems.Interpreter, cfg appliance.Config) sandbox.Check {
 	ch := sandbox.Check{Name: "canary"}
-	rt, cleanup, err := appliance.NewOneShotRuntime(slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelError})))
+	rt, cleanup, err := runner.NewOneShotRuntime(slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelError})))
 	if err != nil {
 		ch.Info, ch.Fix = err.Error(), "see the sandbox run check above"
 		return ch
@@ -155,11 +156,11 @@ func canaryCheck(c *cli.Context, it *problems.Interpreter, cfg appliance.Config)
 	for _, b := range cfg.Binds {
 		binds = append(binds, sandbox.Bind{Source: b})
 	}
-	l, env := appliance.NewSandboxLauncher(rt, appliance.LauncherSpec{Python: it, Binds: binds, Limits: policies.ForMode(string(problems.ModeTest), 0)})
+	l, env := runner.NewSandboxLauncher(rt, runner.LauncherSpec{Python: it, Binds: binds, Limits: policies.ForMode(string(problems.ModeTest), 0)})
 	begin := time.Now()
-	err = appliance.RunCanary(c.Context, appliance.CanaryRun{Launcher: l, Env: env, Python: it.Path, Device: "cpu", Arch: "cpu", Scratch: scratch})
+	err = runner.RunCanary(c.Context, runner.CanaryRun{Launcher: l, Env: env, Python: it.Path, Device: "cpu", Arch: "cpu", Scratch: scratch})
 	if err != nil {
-		ch.Info, ch.Fix = err.Error(), appliance.CanaryFix(err.Error())
+		ch.Info, ch.Fix = err.Error(), runner.CanaryFix(err.Error())
 		return ch
 	}
 	ch.OK, ch.Info = true, fmt.Sprintf("an honest vectoradd passed test mode in the sandbox, under umask %04o, in %s", unitUmask, time.Since(begin).Round(time.Millisecond))

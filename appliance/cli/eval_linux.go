@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"kernelbox/appliance"
+	"kernelbox/appliance/runner"
 	"kernelbox/gpu"
 	"kernelbox/policies"
 	"kernelbox/problems"
@@ -24,7 +25,7 @@ func evalCeilings(c *cli.Context, device string) (*problems.Ceilings, string) {
 	if device != "cpu" {
 		inv = gpu.Discover(c.Context, gpu.Options{})
 	}
-	return appliance.LocalCeilings(device, inv)
+	return runner.LocalCeilings(device, inv)
 }
 
 // evalLauncher is what `kernelbox eval` runs the harness with: the
@@ -59,11 +60,11 @@ func evalLauncher(c *cli.Context, it *problems.Interpreter, mode problems.Mode) 
 	if err != nil {
 		return nil, nil, nil, none, usageError("eval: %v", err)
 	}
-	rt, cleanup, err := appliance.NewOneShotRuntime(slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	rt, cleanup, err := runner.NewOneShotRuntime(slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return nil, nil, nil, none, usageError("eval --sandbox: %v", err)
 	}
-	l, env := appliance.NewSandboxLauncher(rt, appliance.LauncherSpec{Python: it, Binds: append(extra, profBinds...),
+	l, env := runner.NewSandboxLauncher(rt, runner.LauncherSpec{Python: it, Binds: append(extra, profBinds...),
 		Devices: devices, Limits: policies.ForMode(string(mode), 0)})
 	return l, env, profiler, cleanup, nil
 }

@@ -13,8 +13,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"kernelbox/appliance"
 	"kernelbox/appliance/api"
+	"kernelbox/appliance/runner"
 	"kernelbox/policies"
 	"kernelbox/sandbox"
 )
@@ -117,7 +117,7 @@ func runSandbox(c *cli.Context) error {
 	if err != nil {
 		return usageError("sandbox run: %v", err)
 	}
-	rt, cleanup, err := appliance.NewOneShotRuntime(slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	rt, cleanup, err := runner.NewOneShotRuntime(slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return usageError("sandbox run: %v", err)
 	}
@@ -127,7 +127,7 @@ func runSandbox(c *cli.Context) error {
 		return usageError("sandbox run: %v", err)
 	}
 	res, err := rt.Run(c.Context, sandbox.Spec{
-		Args: c.Args().Slice(), Env: appliance.SandboxEnv(), WorkDir: c.String("workdir"),
+		Args: c.Args().Slice(), Env: runner.SandboxEnv(), WorkDir: c.String("workdir"),
 		Binds: append(sandbox.DefaultBinds(), binds...), Devices: devices, Limits: limits,
 	})
 	if err != nil {

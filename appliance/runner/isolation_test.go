@@ -1,4 +1,4 @@
-package appliance
+package runner
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 func TestIsolationVerdict(t *testing.T) {
 	t.Parallel()
 	// As a node reports it: JSON, decoded into a map.
-	viaJSON := func(iso isolation) map[string]any {
+	viaJSON := func(iso Isolation) map[string]any {
 		b, err := json.Marshal(map[string]any{logIsolation: iso, "node": iso.Node})
 		if err != nil {
 			t.Fatal(err)
@@ -32,8 +32,8 @@ func TestIsolationVerdict(t *testing.T) {
 	}
 	off := hostIsolation(false)
 	off.Node = "gpu7"
-	if got, ok := isolationOf(viaJSON(off)); !ok || got != off {
-		t.Errorf("isolationOf(%+v as JSON) = %+v, %v", off, got, ok)
+	if got, ok := IsolationOf(viaJSON(off)); !ok || got != off {
+		t.Errorf("IsolationOf(%+v as JSON) = %+v, %v", off, got, ok)
 	}
 	run := func(mode string, secret bool) *store.RunContext {
 		return &store.RunContext{Run: store.RunRecord{Run: api.Run{Mode: mode, Secret: secret}}}

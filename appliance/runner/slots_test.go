@@ -1,4 +1,4 @@
-package appliance
+package runner
 
 import (
 	"slices"
@@ -41,14 +41,14 @@ func TestPickGang(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := pickGang(tt.free, tt.k)
+			got := PickGang(tt.free, tt.k)
 			var ids []string
 			for _, s := range got {
 				ids = append(ids, s.ID)
 			}
 			slices.Sort(ids)
 			if !slices.Equal(ids, tt.want) {
-				t.Errorf("pickGang(%d) = %v, want %v", tt.k, ids, tt.want)
+				t.Errorf("PickGang(%d) = %v, want %v", tt.k, ids, tt.want)
 			}
 		})
 	}
@@ -62,24 +62,24 @@ func TestGang_Sandbox(t *testing.T) {
 	a, b := gangSlot("a", 0, nil), gangSlot("b", 0, nil)
 	a.Mask = []string{"/proc/driver/nvidia/gpus/b", "/proc/driver/nvidia/gpus/c"}
 	b.Mask = []string{"/proc/driver/nvidia/gpus/a", "/proc/driver/nvidia/gpus/c"}
-	g := gang{a, b}
-	if got := g.ids(); got != "a+b" {
+	g := Gang{a, b}
+	if got := g.IDs(); got != "a+b" {
 		t.Errorf("ids = %q", got)
 	}
 	var paths []string
-	for _, d := range g.devices("test") {
+	for _, d := range g.Devices("test") {
 		paths = append(paths, d.Path)
 	}
 	if want := []string{"/dev/nvidia-a", "/dev/nvidiactl", "/dev/nvidia-b"}; !slices.Equal(paths, want) {
 		t.Errorf("devices = %v, want %v", paths, want)
 	}
-	if got, want := g.env(), []string{"CUDA_VISIBLE_DEVICES=a,b", "CUDA_DEVICE_ORDER=PCI_BUS_ID"}; !slices.Equal(got, want) {
+	if got, want := g.Env(), []string{"CUDA_VISIBLE_DEVICES=a,b", "CUDA_DEVICE_ORDER=PCI_BUS_ID"}; !slices.Equal(got, want) {
 		t.Errorf("env = %v, want %v", got, want)
 	}
-	if got, want := g.mask(), []string{"/proc/driver/nvidia/gpus/c"}; !slices.Equal(got, want) {
+	if got, want := g.Mask(), []string{"/proc/driver/nvidia/gpus/c"}; !slices.Equal(got, want) {
 		t.Errorf("mask = %v, want %v", got, want)
 	}
-	if got := g.cpuset(); got != "c-a,c-b" {
+	if got := g.Cpuset(); got != "c-a,c-b" {
 		t.Errorf("cpuset = %q", got)
 	}
 }

@@ -1,4 +1,4 @@
-package appliance
+package runner
 
 import (
 	"context"
@@ -73,7 +73,7 @@ func CanaryFix(reason string) string {
 // failed (or before the first canary has ended). A slot that failed while
 // another passed stays in service: a job on it fails as before and the
 // GPU health check after the job drains it.
-type canaries struct {
+type Canaries struct {
 	every time.Duration // 0: no canary
 	now   func() time.Time
 	mu    sync.Mutex
@@ -85,14 +85,14 @@ type canaries struct {
 	running map[string]bool
 }
 
-func newCanaries(every time.Duration, now func() time.Time) *canaries {
-	return &canaries{every: every, now: now, last: map[string]api.Canary{}, due: map[string]time.Time{},
+func NewCanaries(every time.Duration, now func() time.Time) *Canaries {
+	return &Canaries{every: every, now: now, last: map[string]api.Canary{}, due: map[string]time.Time{},
 		failed: map[string]map[string]bool{}, running: map[string]bool{}}
 }
 
 // expect registers a GPU type whose slots run canaries: until its first
 // canary ends, it is pending (and the box not ready).
-func (c *canaries) expect(gpuType string) {
+func (c *Canaries) expect(gpuType string) {
 	if c == nil || c.every <= 0 {
 		return
 	}
@@ -105,7 +105,7 @@ func (c *canaries) expect(gpuType string) {
 
 // unusable says every slot of gpuType is drained: no canary can run, and
 // one that has not is not waited for (the drains say what is wrong).
-func (c *canaries) unusable(gpuType string) {
+func (c *Canaries) unusable(gpuType string) {
 	if c == nil || c.every <= 0 {
 		return
 	}
@@ -119,7 +119,7 @@ func (c *canaries) unusable(gpuType string) {
 // take picks the slot of free that runs gpuType's canary now, if one is
 // due and none is in flight: one not failed since the last pass if there
 // is such a slot. ok is false when no canary starts.
-func (c *canaries) take(gpuType string, free []Slot) (Slot, bool) {
+func (c *Canaries) take(gpuType string, free []Slot) (Slot, bool) {
 	if c == nil || c.every <= 0 || len(free) == 0 {
 		return Slot{}, false
 	}
@@ -141,7 +141,7 @@ func (c *canaries) take(gpuType string, free []Slot) (Slot, bool) {
 
 // holds says whether gpuType's jobs must wait: its first canary has not
 // ended, or every one of its usable slots failed since the last pass.
-func (c *canaries) holds(gpuType string, usable int) bool {
+func (c *Canaries) holds(gpuType string, usable int) bool {
 	if c == nil || c.every <= 0 {
 		return false
 	}
@@ -154,7 +154,7 @@ func (c *canaries) holds(gpuType string, usable int) bool {
 // record keeps a canary's outcome. After a failure, the next canary is
 // due at once while a usable slot is left untried, else in a minute (or
 // the interval, if shorter), so a fixed host is seen soon.
-func (c *canaries) record(res api.Canary, usable int) {
+func (c *Canaries) record(res api.Canary, usable int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.running[res.GPUType] = false
@@ -175,14 +175,14 @@ func (c *canaries) record(res api.Canary, usable int) {
 }
 
 // abandon forgets a canary cut short by the runner's stop.
-func (c *canaries) abandon(gpuType string) {
+func (c *Canaries) abandon(gpuType string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.running[gpuType] = false
 }
 
 // list is every registered type's last canary, by type.
-func (c *canaries) list() []api.Canary {
+func (c *Canaries) List() []api.Canary {
 	if c == nil {
 		return nil
 	}
@@ -195,9 +195,9 @@ func (c *canaries) list() []api.Canary {
 	return out
 }
 
-// canaryReasons are health's lines for canaries that failed or have not
+// CanaryReasons are health's lines for canaries that failed or have not
 // yet run.
-func canaryReasons(cs []api.Canary) []string {
+func CanaryReasons(cs []api.Canary) []string {
 	var out []string
 	for _, c := range cs {
 		switch {
@@ -273,7 +273,7 @@ const canaryJob int64 = 0
 // startCanary runs gpuType's canary on slot s, which the caller marked
 // busy; the slot is freed when it ends. usable is how many of the type's
 // slots are in service.
-func (r *runner) startCanary(log *slog.Logger, s Slot, usable int) {
+func (r *Runner) startCanary(log *slog.Logger, s Slot, usable int) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -287,7 +287,7 @@ func (r *runner) startCanary(log *slog.Logger, s Slot, usable int) {
 			return // stopped, not failed
 		}
 		r.canary.record(res, usable)
-		r.metrics.canary(res)
+		r.metrics.Canary(res)
 		if res.OK {
 			log.Debug("canary passed", logSlot, s.ID, "took", res.Took)
 		} else {
@@ -296,16 +296,16 @@ func (r *runner) startCanary(log *slog.Logger, s Slot, usable int) {
 	}()
 }
 
-func (r *runner) runCanary(s Slot) api.Canary {
+func (r *Runner) runCanary(s Slot) api.Canary {
 	begin := time.Now()
 	res := api.Canary{GPUType: s.GPUType, Slot: s.ID, At: r.canary.now()}
 	err := func() error {
-		scratch, err := os.MkdirTemp(r.workRoot, "canary-")
+		scratch, err := os.MkdirTemp(r.cfg.WorkRoot, "canary-")
 		if err != nil {
 			return fmt.Errorf("canary: %w", err)
 		}
 		defer os.RemoveAll(scratch)
-		launcher, env := r.launch(gang{s}, problems.ModeTest)
+		launcher, env := r.launch(Gang{s}, problems.ModeTest)
 		// Under the soft stop: a shutdown need not wait its grace for a
 		// canary, whose result it would throw away.
 		return RunCanary(r.soft, CanaryRun{Launcher: launcher, Env: env, Python: r.python.Path, Device: s.Device,

@@ -1,4 +1,4 @@
-package appliance
+package runner
 
 // Per-user compile caches: each submitter's runs keep what Triton,
 // load_inline, inductor and the CUDA driver build in DATA/cache/<user id>
@@ -95,18 +95,18 @@ func (c *userCaches) release(user int64) (pruned, error) {
 // submitter's. A secret-seed run gets none: what it could write there (the
 // inputs drawn from the secret seed) would be read by the submitter's next
 // public run, whose output the submitter sees.
-func (r *runner) cacheFor(rc *store.RunContext) string {
+func (r *Runner) cacheFor(rc *store.RunContext) string {
 	if rc.Run.Secret || rc.Submission == nil {
 		return ""
 	}
 	return r.caches.dir(rc.Submission.UserID())
 }
 
-// holdCache marks the run's compile cache in use until done is called,
+// HoldCache marks the run's compile cache in use until done is called,
 // once the run is over (outside its timed part, its result stored); done
 // then prunes the cache to its budget if no other run of the user holds
 // it.
-func (r *runner) holdCache(log *slog.Logger, rc *store.RunContext) (done func()) {
+func (r *Runner) HoldCache(log *slog.Logger, rc *store.RunContext) (done func()) {
 	dir := r.cacheFor(rc)
 	if dir == "" {
 		return func() {}

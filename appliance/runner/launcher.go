@@ -1,4 +1,4 @@
-package appliance
+package runner
 
 import (
 	"context"
@@ -15,6 +15,17 @@ import (
 	"kernelbox/policies"
 	"kernelbox/problems"
 	"kernelbox/sandbox"
+)
+
+// SandboxRunner runs one spec in a fresh sandbox: a *sandbox.Runtime, or a
+// sandboxtest.Runtime in tests.
+type SandboxRunner interface {
+	Run(ctx context.Context, s sandbox.Spec) (*sandbox.Result, error)
+}
+
+var (
+	_ SandboxRunner     = (*sandbox.Runtime)(nil)
+	_ problems.Launcher = (*sandboxLauncher)(nil)
 )
 
 // LauncherSpec is what every harness process of one launcher gets.

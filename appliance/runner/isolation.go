@@ -1,4 +1,4 @@
-package appliance
+package runner
 
 import (
 	"fmt"
@@ -23,8 +23,8 @@ import (
 // logIsolation is the system-info key of a run's isolation.
 const logIsolation = "isolation"
 
-// isolation is how a run was isolated, as its system info records it.
-type isolation struct {
+// Isolation is how a run was isolated, as its system info records it.
+type Isolation struct {
 	// Sandbox is whether the run went into the sandbox (namespaces,
 	// seccomp, cgroups, no network, uid 65534).
 	Sandbox bool   `json:"sandbox"`
@@ -39,8 +39,8 @@ type isolation struct {
 
 // hostIsolation is this machine's isolation of its runs, the sandbox on
 // or off.
-func hostIsolation(sandbox bool) isolation {
-	iso := isolation{Sandbox: sandbox, Kernel: kernelRelease(), Runtime: "none"}
+func hostIsolation(sandbox bool) Isolation {
+	iso := Isolation{Sandbox: sandbox, Kernel: kernelRelease(), Runtime: "none"}
 	iso.Node, _ = os.Hostname()
 	if sandbox {
 		iso.Runtime = "libcontainer " + libcontainerVersion()
@@ -72,16 +72,16 @@ var libcontainerVersion = sync.OnceValue(func() string {
 	return "unknown"
 })
 
-// isolationOf reads a run's isolation from its system info; ok is false
+// IsolationOf reads a run's isolation from its system info; ok is false
 // when the info does not say (a node of another version).
-func isolationOf(info map[string]any) (iso isolation, ok bool) {
+func IsolationOf(info map[string]any) (iso Isolation, ok bool) {
 	switch v := info[logIsolation].(type) {
-	case isolation:
+	case Isolation:
 		return v, true
 	case map[string]any: // as a node's report decodes
 		sb, ok := v["sandbox"].(bool)
 		if !ok {
-			return isolation{}, false
+			return Isolation{}, false
 		}
 		iso.Sandbox = sb
 		iso.Node, _ = v["node"].(string)
@@ -89,7 +89,7 @@ func isolationOf(info map[string]any) (iso isolation, ok bool) {
 		iso.Runtime, _ = v["runtime"].(string)
 		return iso, true
 	}
-	return isolation{}, false
+	return Isolation{}, false
 }
 
 // isolationVerdict is what a run's isolation means for its submission:
@@ -98,7 +98,7 @@ func isolationOf(info map[string]any) (iso isolation, ok bool) {
 // (unrank), why it is kept out of the rankings. A secret run's reason
 // does not name its node: its owner does not see where it ran.
 func isolationVerdict(rc *store.RunContext, info map[string]any, unrank bool) (unsandboxed bool, unranked string) {
-	iso, ok := isolationOf(info)
+	iso, ok := IsolationOf(info)
 	if ok && iso.Sandbox {
 		return false, ""
 	}

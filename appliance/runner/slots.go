@@ -1,9 +1,13 @@
-package appliance
+package runner
 
 import (
+	"fmt"
+	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"kernelbox/gpu"
 	"kernelbox/problems"
@@ -27,10 +31,10 @@ type Slot struct {
 	Clocks string
 }
 
-// gpuSlots makes one slot per GPU: its runs get its device nodes, the CPUs
+// GPUSlots makes one slot per GPU: its runs get its device nodes, the CPUs
 // of its NUMA node that the daemon may use (all of them when that leaves
 // none) and none of the other GPUs' /proc entries.
-func gpuSlots(inv gpu.Inventory, allowed []int) []Slot {
+func GPUSlots(inv gpu.Inventory, allowed []int) []Slot {
 	var out []Slot
 	for i := range inv.GPUs {
 		g := &inv.GPUs[i]
@@ -58,10 +62,10 @@ func gpuSlots(inv gpu.Inventory, allowed []int) []Slot {
 // A gang is the slots one job runs on: one, or a multi-GPU problem's
 // world_size, all of one type; the first leads (its ceilings and clocks are
 // the run's).
-type gang []Slot
+type Gang []Slot
 
-// ids names the gang's slots, as runs record them: "A" or "A+B".
-func (g gang) ids() string {
+// IDs names the gang's slots, as runs record them: "A" or "A+B".
+func (g Gang) IDs() string {
 	ids := make([]string, len(g))
 	for i, s := range g {
 		ids[i] = s.ID
@@ -69,9 +73,9 @@ func (g gang) ids() string {
 	return strings.Join(ids, "+")
 }
 
-// devices are the nodes a run in mode gets on the gang: its GPUs', and for
+// Devices are the nodes a run in mode gets on the gang: its GPUs', and for
 // profile mode the profiler's too (shared nodes once).
-func (g gang) devices(mode problems.Mode) []sandbox.Device {
+func (g Gang) Devices(mode problems.Mode) []sandbox.Device {
 	var out []sandbox.Device
 	seen := map[string]bool{}
 	for _, s := range g {
@@ -92,10 +96,10 @@ func (g gang) devices(mode problems.Mode) []sandbox.Device {
 	return out
 }
 
-// env is what the gang adds to a run's environment: each variable once,
+// Env is what the gang adds to a run's environment: each variable once,
 // its distinct values joined by commas in the gang's order
 // (CUDA_VISIBLE_DEVICES=GPU-a,GPU-b, CUDA_DEVICE_ORDER=PCI_BUS_ID).
-func (g gang) env() []string {
+func (g Gang) Env() []string {
 	var keys []string
 	vals := map[string][]string{}
 	for _, s := range g {
@@ -119,8 +123,8 @@ func (g gang) env() []string {
 	return out
 }
 
-// mask are the /proc directories of the GPUs outside the gang.
-func (g gang) mask() []string {
+// Mask are the /proc directories of the GPUs outside the gang.
+func (g Gang) Mask() []string {
 	var own, out []string
 	for _, s := range g {
 		if s.GPU != nil {
@@ -137,8 +141,8 @@ func (g gang) mask() []string {
 	return out
 }
 
-// cpuset is the union of the slots' CPUs; empty (all) when one has none.
-func (g gang) cpuset() string {
+// Cpuset is the union of the slots' CPUs; empty (all) when one has none.
+func (g Gang) Cpuset() string {
 	var parts []string
 	for _, s := range g {
 		if s.Cpuset == "" {
@@ -149,13 +153,13 @@ func (g gang) cpuset() string {
 	return strings.Join(parts, ",")
 }
 
-// pickGang chooses k of the free slots for one job: for k > 1 the set whose
+// PickGang chooses k of the free slots for one job: for k > 1 the set whose
 // pairs share the most NVLink/xGMI links, then a NUMA node, so that a
 // multi-GPU run talks over the interconnect and not across sockets. The
 // free slots come in the box's order, which breaks ties.
-func pickGang(free []Slot, k int) gang {
+func PickGang(free []Slot, k int) Gang {
 	if k <= 1 || k >= len(free) {
-		return gang(free[:min(max(k, 1), len(free))])
+		return Gang(free[:min(max(k, 1), len(free))])
 	}
 	affinity := func(a, b Slot) int {
 		if a.GPU == nil || b.GPU == nil {
@@ -167,11 +171,11 @@ func pickGang(free []Slot, k int) gang {
 		}
 		return score
 	}
-	var best gang
+	var best Gang
 	bestScore := -1
 	for seed := range free {
 		// Grow from each slot, adding the one closest to those taken.
-		taken := gang{free[seed]}
+		taken := Gang{free[seed]}
 		used := map[int]bool{seed: true}
 		score := 0
 		for len(taken) < k {
@@ -197,4 +201,44 @@ func pickGang(free []Slot, k int) gang {
 		}
 	}
 	return best
+}
+
+// CPUSlots are the CPU backend's slots. With at least as many CPUs as
+// slots, each slot gets its own share of the CPUs (ids, as the daemon may
+// use them): two runs at once would otherwise each start a thread per core
+// and time each other.
+func CPUSlots(n int, cpus []int) []Slot {
+	var out []Slot
+	per := len(cpus) / max(n, 1)
+	for i := range n {
+		s := Slot{ID: fmt.Sprintf("cpu:%d", i), GPUType: "cpu", Device: "cpu"}
+		if per >= 1 {
+			var ids []string
+			for _, c := range cpus[i*per : (i+1)*per] {
+				ids = append(ids, strconv.Itoa(c))
+			}
+			s.Cpuset = strings.Join(ids, ",")
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// AllowedCPUs lists the CPUs this process may run on.
+func AllowedCPUs() []int {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		ids := make([]int, goruntime.NumCPU())
+		for i := range ids {
+			ids[i] = i
+		}
+		return ids
+	}
+	var ids []int
+	for c := 0; len(ids) < set.Count() && c < 8192; c++ {
+		if set.IsSet(c) {
+			ids = append(ids, c)
+		}
+	}
+	return ids
 }

@@ -1,4 +1,4 @@
-package appliance
+package runner
 
 import (
 	"context"
@@ -92,7 +92,7 @@ func (sb *standby) stop() {
 // wantsStandby says whether the dispatcher should start a standby for s:
 // a fit GPU without one, busy or not, with no job warming for it, and
 // not backing off.
-func (r *runner) wantsStandby(s Slot) bool {
+func (r *Runner) wantsStandby(s Slot) bool {
 	if !r.cfg.Standby || s.GPU == nil || r.python == nil || r.python.Path == "" || r.soft.Err() != nil {
 		return false
 	}
@@ -114,7 +114,7 @@ func (r *runner) wantsStandby(s Slot) bool {
 // tendStandbys starts a standby on each GPU of slots that lacks one,
 // and stops those of drained GPUs. The dispatcher calls it when it has
 // no job to hand out.
-func (r *runner) tendStandbys(log *slog.Logger, slots []Slot) {
+func (r *Runner) tendStandbys(log *slog.Logger, slots []Slot) {
 	for _, s := range slots {
 		if _, drained := r.drained.Load(s.ID); drained {
 			r.stopStandby(s.ID)
@@ -131,13 +131,13 @@ func (r *runner) tendStandbys(log *slog.Logger, slots []Slot) {
 }
 
 // startStandby starts s's standby in a goroutine of the runner's.
-func (r *runner) startStandby(s Slot) error {
+func (r *Runner) startStandby(s Slot) error {
 	log := r.log.With(logSlot, s.ID)
-	dir, err := os.MkdirTemp(r.workRoot, "standby-")
+	dir, err := os.MkdirTemp(r.cfg.WorkRoot, "standby-")
 	if err != nil {
 		return fmt.Errorf("standby for %s: %w", s.ID, err)
 	}
-	launcher, env := r.launch(gang{s}, problems.ModeTest)
+	launcher, env := r.launch(Gang{s}, problems.ModeTest)
 	l, err := problems.StandbyLaunch(dir, r.python.Path, env, runOutputLimit)
 	if err != nil {
 		os.RemoveAll(dir)
@@ -208,7 +208,7 @@ func (sb *standby) await(soft context.Context) func(context.Context) (problems.O
 // g's slots has a standby, a launcher that hands the run to it if it
 // can and stops it otherwise. The standbys are this run's from here;
 // done stops one the run never launched.
-func (r *runner) standbyLauncher(log *slog.Logger, g gang, base problems.Launcher) (l problems.Launcher, done func()) {
+func (r *Runner) standbyLauncher(log *slog.Logger, g Gang, base problems.Launcher) (l problems.Launcher, done func()) {
 	var mine []*standby
 	for _, s := range g {
 		if v, ok := r.standbys.LoadAndDelete(s.ID); ok {
@@ -313,7 +313,7 @@ func lastLines(s string, n int) string {
 
 // stopStandby stops slot id's standby if no run has taken it (the slot
 // was drained).
-func (r *runner) stopStandby(id string) {
+func (r *Runner) stopStandby(id string) {
 	if v, ok := r.standbys.LoadAndDelete(id); ok {
 		stopStandbys([]*standby{v.(*standby)})
 	}
@@ -326,3 +326,10 @@ func (c *userCaches) standbyRoot() string {
 	_ = os.MkdirAll(dir, 0o700)
 	return dir
 }
+
+// Handed is how many runs went to a standby harness.
+func (r *Runner) Handed() int64 { return r.handed.Load() }
+
+// Standby is slot's waiting standby harness, an identity that tells it from
+// the next one; ok is false when the slot has none.
+func (r *Runner) Standby(slot string) (id any, ok bool) { return r.standbys.Load(slot) }

@@ -1,4 +1,4 @@
-package appliance
+package runner
 
 import (
 	"context"
@@ -23,7 +23,7 @@ var errWarmStopped = errors.New("the slot was never free for this job")
 
 // warmSlot is a slot the dispatcher may claim a warm job for: busy, fit
 // (not drained), a GPU, and with no job warming for it yet.
-func (r *runner) warmSlot(slots []Slot) (Slot, bool) {
+func (r *Runner) warmSlot(slots []Slot) (Slot, bool) {
 	if !r.cfg.WarmStart {
 		return Slot{}, false
 	}
@@ -47,7 +47,7 @@ func (r *runner) warmSlot(slots []Slot) (Slot, bool) {
 // claimWarm claims a one-GPU job to warm up for s, and runs it in a
 // goroutine of the runner's; it returns the queue's error (ErrNoJob when
 // none fits).
-func (r *runner) claimWarm(req queue.ClaimRequest, s Slot, usable int) error {
+func (r *Runner) claimWarm(req queue.ClaimRequest, s Slot, usable int) error {
 	req.Free, req.Capacity = 1, usable
 	l, err := r.queue.Claim(r.soft, req)
 	if err != nil {
@@ -65,7 +65,7 @@ func (r *runner) claimWarm(req queue.ClaimRequest, s Slot, usable int) error {
 // runWarm runs a job claimed for a slot that was still busy: its run
 // starts now and takes the slot at the gate. A job that never reached the
 // gate leaves the slot as it found it.
-func (r *runner) runWarm(s Slot, l *queue.Lease) {
+func (r *Runner) runWarm(s Slot, l *queue.Lease) {
 	log := r.log.With(logSlot, s.ID, "warm", true)
 	took := false
 	take := func(ctx context.Context) error {
@@ -91,7 +91,7 @@ func (r *runner) runWarm(s Slot, l *queue.Lease) {
 			}
 		}
 	}
-	g := gang{s}
+	g := Gang{s}
 	r.handle(log, g, l, take)
 	if !took {
 		r.warm.Delete(s.ID)
