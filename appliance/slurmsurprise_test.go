@@ -240,6 +240,10 @@ func TestFakeSlurm_NodeFailStopsTheOldAttempt(t *testing.T) {
 	if err != nil || !final.Passed || final.Runs[0].Attempts != 2 || len(fake.jobs()) != 2 {
 		t.Fatalf("after the NODE_FAIL: %+v, %v, jobs %v; want passed on a second job", final, err, fake.jobs())
 	}
+	// It learns it either mid-run or, when the NODE_FAIL came before its
+	// node had fetched the run (under load), at the fetch: both stop it.
 	out, _ := os.ReadFile(filepath.Join(filepath.Dir(td.dir), "job-"+first+".out"))
-	mustHave(t, "the old attempt's log", string(out), "the coordinator gave this attempt up")
+	if !strings.Contains(string(out), "the coordinator gave this attempt up") && !strings.Contains(string(out), "(given up, or ended)") {
+		t.Errorf("the old attempt's log says nothing of being given up:\n%s", out)
+	}
 }
