@@ -14,7 +14,11 @@ import (
 // leaves; appliance/runner only those, gpu and sandbox; appliance (the
 // daemon) imports them all but not the command line; appliance/cli
 // imports the daemon only for the commands that run it; cmd imports only
-// appliance/cli.
+// appliance/cli. The web page and popcorn's protocol take the contract and
+// the state, never the daemon. A package without a rule fails the test: a
+// new room gets its place in the layering when it is made. The test-only
+// packages (the fakes and helpers of tests) are imported by no production
+// package.
 func TestImportDirection(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...").Output()
 	if err != nil {
@@ -37,19 +41,39 @@ func TestImportDirection(t *testing.T) {
 			return leaves[d] || d == "kernelbox/appliance/api" || d == "kernelbox/appliance/store" ||
 				d == "kernelbox/queue" || d == "kernelbox/gpu" || d == "kernelbox/sandbox"
 		},
+		// The page and popcorn-cli's protocol: the contract and the state
+		// they render, never the daemon that serves them.
+		"kernelbox/appliance/web": func(d string) bool {
+			return leaves[d] || d == "kernelbox/appliance/api" || d == "kernelbox/appliance/store" || d == "kernelbox/gpu"
+		},
+		"kernelbox/appliance/popcorn": func(d string) bool {
+			return leaves[d] || d == "kernelbox/appliance/api" || d == "kernelbox/appliance/store"
+		},
 		"kernelbox/appliance":     func(d string) bool { return d != "kernelbox/cmd/kernelbox" && d != "kernelbox/appliance/cli" },
 		"kernelbox/appliance/cli": func(d string) bool { return d != "kernelbox/cmd/kernelbox" },
 		"kernelbox/cmd/kernelbox": func(d string) bool { return d == "kernelbox/appliance/cli" },
+		// The module's root holds only its tests of the tree (README,
+		// layering): it imports nothing of ours.
+		"kernelbox": func(string) bool { return false },
+		// Test-only: each fakes or helps with the package it sits under.
+		"kernelbox/gpu/gputest":         func(d string) bool { return d == "kernelbox/gpu" },
+		"kernelbox/sandbox/sandboxtest": func(d string) bool { return d == "kernelbox/sandbox" },
+		"kernelbox/internal/testutil":   func(d string) bool { return leaves[d] },
 	}
+	testOnly := map[string]bool{"kernelbox/gpu/gputest": true, "kernelbox/sandbox/sandboxtest": true, "kernelbox/internal/testutil": true}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
 		pkg, deps := fields[0], fields[1:]
 		ok, known := allowed[pkg]
 		if !known {
+			t.Errorf("package %s has no rule in the layering: give it one here and in docs/architecture.md", pkg)
 			continue
 		}
 		for _, d := range deps {
-			if strings.HasPrefix(d, "kernelbox/") && !strings.HasPrefix(d, "kernelbox/internal/") && !ok(d) {
+			switch {
+			case testOnly[d] && !testOnly[pkg]:
+				t.Errorf("%s imports %s, a test-only package, into production code", pkg, d)
+			case strings.HasPrefix(d, "kernelbox/") && !testOnly[d] && !ok(d):
 				t.Errorf("%s imports %s, which the layering forbids", pkg, d)
 			}
 		}
