@@ -273,6 +273,22 @@ class CudaLink:
             base = wire.aligned(base + size)
         return parts, placed, base
 
+    def stage(self, datas):
+        """datas laid out one after another in the shared buffer (announced
+        to the worker), and the judge's private copy of their bytes, from
+        which the buffer is written before each call: (parts, size,
+        private), or why the worker could not open the buffer."""
+        torch = self.torch
+        parts, placed, size = self.lay_out(datas)
+        why = self.ensure(size)
+        if why:
+            return why
+        private = torch.zeros(max(size, 1), dtype=torch.uint8, device="cuda")
+        for t, m in placed:
+            if m["nbytes"]:
+                private[m["offset"]:m["offset"] + m["nbytes"]].copy_(wire.raw_bytes(torch, t.to("cuda")))
+        return parts, size, private
+
     def timed(self, datas, selftime, counts=True):
         """The submission called once on each of datas, one after another
         in one window, timed (gross: net() takes the clock's cost off).
@@ -282,14 +298,10 @@ class CudaLink:
         if counts and self.null is None:
             # The box's failure, never the submission's: no made-up time.
             raise WorkerDied(f"the judge cannot time calls on this GPU: its null worker is {self.null_status}", setup=True)
-        parts, placed, size = self.lay_out(datas)
-        why = self.ensure(size)
-        if why:
-            return {"error": f"the worker could not open the input: {why}"}
-        private = torch.zeros(max(size, 1), dtype=torch.uint8, device="cuda")
-        for t, m in placed:
-            if m["nbytes"]:
-                private[m["offset"]:m["offset"] + m["nbytes"]].copy_(wire.raw_bytes(torch, t.to("cuda")))
+        staged = self.stage(datas)
+        if isinstance(staged, str):
+            return {"error": f"the worker could not open the input: {staged}"}
+        parts, size, private = staged
         j = self.j
         if len(parts) == 1:
             j.send({"op": "input", "data": parts[0]["data"], "tensors": parts[0]["tensors"], "size": size})
@@ -386,14 +398,10 @@ class CudaLink:
         (the copy, the check) runs outside the NVTX range the worker
         opens, in another process, so ncu never profiles the judge."""
         torch, j = self.torch, self.j
-        parts, placed, size = self.lay_out([data])
-        why = self.ensure(size)
-        if why:
-            return {"error": f"the worker could not open the input: {why}"}
-        private = torch.zeros(max(size, 1), dtype=torch.uint8, device="cuda")
-        for t, m in placed:
-            if m["nbytes"]:
-                private[m["offset"]:m["offset"] + m["nbytes"]].copy_(wire.raw_bytes(torch, t.to("cuda")))
+        staged = self.stage([data])
+        if isinstance(staged, str):
+            return {"error": f"the worker could not open the input: {staged}"}
+        parts, size, private = staged
         self.inp[1][:size].copy_(private[:size])
         # The worker's calls do not wait for the start event here: the
         # input is in place before the message goes.
