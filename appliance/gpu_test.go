@@ -1,10 +1,8 @@
 package appliance
 
 import (
-	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -31,16 +29,10 @@ func TestDaemon_SandboxOnGPU(t *testing.T) {
 	dir := t.TempDir()
 	t.Cleanup(func() { _ = syscall.Unmount(filepath.Join(dir, "sandbox"), syscall.MNT_DETACH) })
 	p := startDaemonProcessWith(t, dir, processOptions{umask: "0077", args: []string{"--cgroup-parent", testCgroupParent(t)}})
-	token, err := os.ReadFile(AdminTokenFile(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := api.NewClient(p.server, strings.TrimSpace(string(token)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := p.adminOf(t, dir)
 	var h *api.Health
 	waitFor(t, 5*time.Minute, func() bool {
+		var err error
 		h, err = admin.Health(t.Context())
 		if err != nil || len(h.Canaries) < 2 {
 			return false
@@ -65,14 +57,7 @@ func TestDaemon_SandboxOnGPU(t *testing.T) {
 	if gtype == "" {
 		t.Fatalf("canaries %+v: none of a GPU type; the daemon found no GPU (health %+v)", h.Canaries, h)
 	}
-	res, err := http.Get(p.server + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		t.Errorf("/readyz after the canaries passed = %d, want 200", res.StatusCode)
-	}
+	p.wantReady(t, "after the canaries passed")
 	for _, c := range []struct {
 		file, mode string
 		passed     bool

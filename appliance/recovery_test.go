@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +42,34 @@ type daemonProcess struct {
 	cmd    *exec.Cmd
 	server string
 	done   chan struct{}
+}
+
+// adminOf is an API client of the daemon process serving dir, as its
+// admin (the token it wrote there).
+func (p *daemonProcess) adminOf(t *testing.T, dir string) *api.Client {
+	t.Helper()
+	token, err := os.ReadFile(AdminTokenFile(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := api.NewClient(p.server, strings.TrimSpace(string(token)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return admin
+}
+
+// wantReady fails the test unless the daemon process's /readyz says 200.
+func (p *daemonProcess) wantReady(t *testing.T, when string) {
+	t.Helper()
+	res, err := http.Get(p.server + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Errorf("/readyz %s = %d, want 200", when, res.StatusCode)
+	}
 }
 
 func startDaemonProcess(t *testing.T, dir, cgroupParent string) *daemonProcess {
@@ -128,14 +157,7 @@ func TestDaemon_KillAndRestart(t *testing.T) {
 	// Should that fail, the temporary directory must still go.
 	t.Cleanup(func() { _ = syscall.Unmount(filepath.Join(dir, "sandbox"), syscall.MNT_DETACH) })
 	p := startDaemonProcess(t, dir, parent)
-	token, err := os.ReadFile(AdminTokenFile(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := api.NewClient(p.server, strings.TrimSpace(string(token)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := p.adminOf(t, dir)
 	ctx := t.Context()
 	var archive strings.Builder
 	if err := api.PackProblemSet(&archive, filepath.Join("testdata", "quick")); err != nil {
@@ -191,9 +213,7 @@ func TestDaemon_KillAndRestart(t *testing.T) {
 		})
 		p.kill()
 		p = startDaemonProcess(t, dir, parent)
-		if admin, err = api.NewClient(p.server, strings.TrimSpace(string(token))); err != nil {
-			t.Fatal(err)
-		}
+		admin = p.adminOf(t, dir)
 	}
 	p2, admin2 := p, admin
 	for _, id := range ids {

@@ -3,7 +3,6 @@ package appliance
 import (
 	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,14 +48,7 @@ func TestDaemon_UnitUmask(t *testing.T) {
 	}
 	p := startDaemonProcessWith(t, dir, processOptions{umask: "0077", python: python, conf: "binds: [" + venv + "]\n",
 		args: []string{"--cgroup-parent", testCgroupParent(t)}})
-	token, err := os.ReadFile(AdminTokenFile(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := api.NewClient(p.server, strings.TrimSpace(string(token)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := p.adminOf(t, dir)
 	var h *api.Health
 	waitFor(t, 3*time.Minute, func() bool {
 		h, err = admin.Health(t.Context())
@@ -65,14 +57,7 @@ func TestDaemon_UnitUmask(t *testing.T) {
 	if !h.Canaries[0].OK {
 		t.Fatalf("the canary under umask 0077: %s", h.Canaries[0].Reason)
 	}
-	res, err := http.Get(p.server + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		t.Errorf("/readyz after the canary passed = %d, want 200", res.StatusCode)
-	}
+	p.wantReady(t, "after the canary passed")
 	for _, c := range []struct {
 		file, mode string
 		passed     bool
