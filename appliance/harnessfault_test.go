@@ -24,6 +24,9 @@ func TestDaemon_HarnessFaultIsRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(v.Runs) != 1 {
+		t.Fatalf("runs = %+v, want one", v.Runs)
+	}
 	if v.Passed || v.Runs[0].Attempts != 3 || !strings.Contains(v.Reason, "the harness failed, not the submission") {
 		t.Errorf("a run whose harness fails = %s after %d attempts (%q); want failed after 3 attempts, blamed on the harness",
 			v.Status, v.Runs[0].Attempts, v.Reason)

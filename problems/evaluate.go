@@ -192,8 +192,10 @@ type Flag struct {
 const (
 	// FlagPhysicsFloor: a benchmark's mean under its physics floor.
 	FlagPhysicsFloor = "PHYSICS_FLOOR"
-	// The judge's own (judge.py): a net time at or below zero, the clock's
-	// offset after the run away from the one before it.
+	// The judge's own, which arrive as flag.N lines (judge.py,
+	// Judge.check_timing and Judge.recheck_clock): a net time at or below
+	// zero, the clock's offset after the run away from the one before it.
+	// Named here for what reads a report, as the harness spells them.
 	FlagNetNonPositive = "NET_NONPOSITIVE"
 	FlagClockDrift     = "CLOCK_DRIFT"
 )

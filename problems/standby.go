@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -50,8 +51,10 @@ func (o Opening) Message() []byte {
 const StandbyArg = "--standby"
 
 // harnessScripts are the bundled harness's files: the standby's working
-// directory before its run comes.
-func harnessScripts() (map[string][]byte, error) {
+// directory before its run comes, and what writeJudge lends a KernelBot
+// problem. Read once: the library is embedded, and Task.TimedBy asks of
+// them on every evaluation and every leaderboard listing.
+var harnessScripts = sync.OnceValues(func() (map[string][]byte, error) {
 	files := map[string][]byte{}
 	err := fs.WalkDir(Library(), "harness", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || path.Ext(p) != ".py" {
@@ -62,21 +65,15 @@ func harnessScripts() (map[string][]byte, error) {
 		return err
 	})
 	return files, err
-}
+})
 
 // StandbyLaunch writes the bundled harness into dir (empty) and returns
 // the launch of a standby there: python and env as a run of a problem on
 // our harness gets them (EvalOptions.Python and .Env), the same output
 // limit. The caller sets Cache and Standby.
 func StandbyLaunch(dir, python string, env []string, outputLimit int) (Launch, error) {
-	files, err := harnessScripts()
-	if err != nil {
-		return Launch{}, fmt.Errorf("standby: bundled harness: %w", err)
-	}
-	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			return Launch{}, fmt.Errorf("standby: %w", err)
-		}
+	if err := writeJudge(dir); err != nil {
+		return Launch{}, fmt.Errorf("standby: %w", err)
 	}
 	return Launch{Dir: dir, Argv: []string{python, "eval.py", StandbyArg}, Env: harnessEnv(&Task{}, EvalOptions{Env: env}),
 		OutputLimit: outputLimit}, nil

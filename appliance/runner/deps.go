@@ -13,7 +13,7 @@ import (
 )
 
 // The interfaces the runner consumes, declared here where they are used
-// (STYLE.md practice 3), each with the check that the real part satisfies
+// (docs/architecture.md, rule 3), each with the check that the real part satisfies
 // it. Tests put fakes in their place: sandboxtest.Runtime under the
 // launcher, gputest's NVML under gpu.Monitor.
 

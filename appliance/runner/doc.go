@@ -11,7 +11,8 @@
 // wires it.
 package runner
 
-// Log attribute keys (STYLE.md practice 14), as the appliance names them.
+// Log attribute keys (docs/architecture.md, rule 14), as the appliance
+// names them.
 const (
 	logSubmission = "submission"
 	logRun        = "run"
