@@ -199,6 +199,7 @@ def run_tests(out: Popcorn, pool, cases) -> int:
 
 def run_benchmarks(out: Popcorn, pool, cases, kind: str) -> int:
     out.log("benchmark-count", len(cases))
+    judged = isinstance(pool, (Judge, JudgeRanks))
     for i, case in enumerate(cases):
         out.log(f"benchmark.{i}.spec", spec_of(case))
         try:
@@ -226,7 +227,6 @@ def run_benchmarks(out: Popcorn, pool, cases, kind: str) -> int:
         # The judge's net times may fall at or below zero (it flags them);
         # their mean may not, which it refuses as unstable timing. The older
         # path's times are the worker's own, and never below zero.
-        judged = isinstance(pool, (Judge, JudgeRanks))
         if not (isinstance(times, list) and times and all(isinstance(t, (int, float)) and math.isfinite(t) and (judged or t >= 0)
                                                           for t in times) and sum(times) > 0):
             out.log(f"benchmark.{i}.status", "fail")

@@ -25,7 +25,8 @@ import traceback
 
 import wire
 from judge import WorkerDied, enough, expected_of, limits_for, plain_output, stats, verdict  # noqa: F401 (guarded names)
-from ranklink import RANK_ENV, rank_inputs, ranks_expected
+from ranklink import PEER_GRACE_S, RANK_ENV, RANK_TIMEOUT_S, rank_inputs, ranks_expected, world_of
+from wire import DTYPES
 
 RANKED_SEED_STEP = 13
 
@@ -35,15 +36,7 @@ RANKED_SEED_STEP = 13
 SAMPLE_FRACTION = 0.1
 # The most a handed-over output may take (bytes).
 MAX_HANDOVER = 8 << 30
-# Multi-GPU problems (POPCORN_GPUS set): how long a collective may wait
-# for a rank before the process group gives up, and how long the harness
-# waits for the other ranks once one has failed before it stops them.
-RANK_TIMEOUT_S = 300
-PEER_GRACE_S = 10.0
 PEER_FAILED = "another rank failed"
-# Output dtypes the harness's own process rebuilds.
-DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
-          "complex64", "complex128")
 
 
 # What the harness's timing and checking stand on, checked for identity
@@ -723,11 +716,9 @@ class Ranks:
         self.gpus, self.check, self.gang = gpus, check, None
 
     def ask(self, kind, case):
-        world = case.get("world_size")
-        if not isinstance(world, int) or isinstance(world, bool) or world < 1:
-            return {"error": f"a multi-GPU case needs a positive integer world_size, not {world!r}", "bad_case": True}
-        if world > self.gpus:
-            return {"error": f"the case needs world_size {world} and the run has {self.gpus} GPUs (POPCORN_GPUS)", "bad_case": True}
+        world = world_of(case, self.gpus)
+        if isinstance(world, str):
+            return {"error": world, "bad_case": True}
         if self.gang is None or self.gang.world != world:
             self.close()
             self.gang = Gang(world, self.check)

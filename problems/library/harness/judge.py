@@ -304,7 +304,7 @@ class Judge:
         if self.world is not None:
             if self.dev != "cpu":
                 raise WorkerDied("the judge times a multi-GPU problem's ranks on the CPU backend only", setup=True)
-            self.link = ranklink.RankLink(self, self.ranks, CpuLink(self))
+            self.link = ranklink.RankLink(self, self.ranks)
         elif self.dev == "cuda":
             try:
                 self.link = CudaLink(self, hello, null)

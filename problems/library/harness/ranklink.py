@@ -21,6 +21,7 @@ import tempfile
 import time
 
 import wire
+from cpulink import CpuLink
 from wire import WorkerDied
 
 # How long a collective may wait for a rank before the process group
@@ -80,31 +81,16 @@ class Rendezvous:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-class RankLink:
-    """Every rank's input in a sealed memfd it maps read-only, sent with
-    the call; every rank's output in a sealed memfd of its own. The time
-    runs from the first send to the last output received: the ranks'
-    round trips count alike for every submission of a case."""
+class RankLink(CpuLink):
+    """CpuLink's hand-over and clock, to every rank at once: each rank's
+    input in a sealed memfd it maps read-only, sent with the call; each
+    rank's output in a sealed memfd of its own. The time runs from the
+    first send to the last output received: the ranks' round trips count
+    alike for every submission of a case."""
 
-    batches = False
-
-    def __init__(self, judge, peers, cpu):
-        self.j, self.peers, self.cpu = judge, peers, cpu
-
-    def prepare(self):
-        pass
-
-    def report(self):
-        return {}
-
-    def net(self, times, calls=1):
-        return [t / calls for t in times]
-
-    def lay_out(self, datas):
-        return [], [], 0
-
-    def call(self, datas):
-        return self.timed([datas], False)
+    def __init__(self, judge, peers):
+        super().__init__(judge)
+        self.peers = peers
 
     def warm(self, seconds):
         """Untimed calls on every rank's last input, WARM_CALLS each."""
@@ -143,7 +129,7 @@ class RankLink:
                     err = f"rank {r}: {reply['error']}"
                 elif not err:
                     wire.check_nonce(reply, nonce)
-                    outs.append(self.cpu.output(reply, fds))
+                    outs.append(self.output(reply, fds))
             except wire.BAD_REPLY as e:
                 err = f"rank {r}: the submission's process broke the protocol: {type(e).__name__}: {e}"[:2000]
             finally:

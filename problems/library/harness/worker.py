@@ -398,6 +398,7 @@ def join_ranks(torch, rank, world, store):
     import torch.distributed as dist
 
     import kbutils
+    import ranklink
 
     if kbutils.device() == "cuda":
         torch.cuda.set_device(rank)
@@ -406,7 +407,7 @@ def join_ranks(torch, rank, world, store):
         torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // world))
         backend = "gloo"
     dist.init_process_group(backend, init_method="file://" + store, rank=rank, world_size=world,
-                            timeout=datetime.timedelta(seconds=300))
+                            timeout=datetime.timedelta(seconds=ranklink.RANK_TIMEOUT_S))
 
 
 def main(fd: int, null: bool = False, preload: bool = False, rank=None, world=None, store=None):
