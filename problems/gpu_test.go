@@ -33,11 +33,9 @@ func TestLibrary_TemplatesOnGPU(t *testing.T) {
 	n := 0
 	for _, task := range tasks {
 		dir := filepath.Dir(task)
-		spec, err := os.ReadFile(task)
-		if err != nil {
+		if tk, err := problems.LoadTask(dir); err != nil {
 			t.Fatal(err)
-		}
-		if strings.Contains(string(spec), "world_size") {
+		} else if tk.MultiGPU {
 			continue
 		}
 		templates, err := filepath.Glob(filepath.Join(dir, "templates", "*.py"))
@@ -120,7 +118,7 @@ func TestCheatCorpus_OnGPU(t *testing.T) {
 }
 
 // findNCU is Nsight Compute's ncu on PATH or under /opt/nvidia (where the
-// CUDA toolkit installs it without a link), the newest first.
+// CUDA toolkit installs it without a link), the last there in name order.
 func findNCU() string {
 	if p, err := exec.LookPath("ncu"); err == nil {
 		return p
@@ -139,28 +137,15 @@ func findNCU() string {
 // it fails a benchmark.
 func TestProfile_NCUOnGPU(t *testing.T) {
 	t.Parallel()
-	it := testutil.RequireGPU(t)
+	testutil.RequireGPU(t)
 	ncu := findNCU()
 	if ncu == "" {
 		t.Skip("needs Nsight Compute: no ncu on PATH or under /opt/nvidia/nsight-compute")
 	}
-	task, err := problems.LoadTask(filepath.Join("library", "vectoradd"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	eval := func(file string) *problems.Report {
-		src, err := os.ReadFile(filepath.Join("library", "vectoradd", file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		rep, err := problems.Evaluate(t.Context(), problems.ExecLauncher{}, task, problems.EvalOptions{
-			Mode: problems.ModeProfile, Python: it.Path, Device: it.Device, Env: os.Environ(), WorkDir: t.TempDir(),
-			Submission: src, Profiler: &problems.Profiler{NCU: ncu},
-		})
-		if err != nil {
-			t.Fatalf("Evaluate(%s, profile) = %v", file, err)
-		}
-		return rep
+		dir := filepath.Join("library", "vectoradd")
+		return evalWith(t, dir, filepath.Join(dir, file), problems.ExecLauncher{},
+			problems.EvalOptions{Mode: problems.ModeProfile, Profiler: &problems.Profiler{NCU: ncu}})
 	}
 	rep := eval(filepath.Join("templates", "triton.py"))
 	if !rep.Passed || rep.Profile == nil {

@@ -21,6 +21,14 @@ import (
 
 func evalFile(t *testing.T, dir string, mode problems.Mode, submission string, seed *int64) *problems.Report {
 	t.Helper()
+	return evalWith(t, dir, submission, problems.ExecLauncher{}, problems.EvalOptions{Mode: mode, Seed: seed})
+}
+
+// evalWith evaluates the submission file on the problem in dir through
+// launcher with opts, filled in with this machine's Python and device, a
+// fresh work directory and (unless opts has one) this environment.
+func evalWith(t *testing.T, dir, submission string, launcher problems.Launcher, opts problems.EvalOptions) *problems.Report {
+	t.Helper()
 	it := testutil.RequireTorch(t)
 	task, err := problems.LoadTask(dir)
 	if err != nil {
@@ -30,11 +38,13 @@ func evalFile(t *testing.T, dir string, mode problems.Mode, submission string, s
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := problems.Evaluate(t.Context(), problems.ExecLauncher{}, task, problems.EvalOptions{
-		Mode: mode, Python: it.Path, Device: it.Device, Env: os.Environ(), WorkDir: t.TempDir(), Submission: src, Seed: seed,
-	})
+	opts.Python, opts.Device, opts.WorkDir, opts.Submission = it.Path, it.Device, t.TempDir(), src
+	if opts.Env == nil {
+		opts.Env = os.Environ()
+	}
+	rep, err := problems.Evaluate(t.Context(), launcher, task, opts)
 	if err != nil {
-		t.Fatalf("Evaluate(%s, %s) = %v", filepath.Base(submission), mode, err)
+		t.Fatalf("Evaluate(%s, %s) = %v", filepath.Base(submission), opts.Mode, err)
 	}
 	return rep
 }

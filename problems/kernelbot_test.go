@@ -39,21 +39,9 @@ func kernelbotCopy(t *testing.T, dir, extra string) string {
 // evalSpy is evalFile through a launcher that records each launch's argv.
 func evalSpy(t *testing.T, dir string, mode problems.Mode, submission string) (*problems.Report, *argvSpy) {
 	t.Helper()
-	it := testutil.RequireTorch(t)
-	task, err := problems.LoadTask(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := os.ReadFile(submission)
-	if err != nil {
-		t.Fatal(err)
-	}
 	spy := &argvSpy{}
-	rep, err := problems.Evaluate(t.Context(), spy, task, problems.EvalOptions{Mode: mode, Python: it.Path, Device: it.Device,
-		Env: append(os.Environ(), "KERNELBOX_BENCH_BUDGET_S=0.05", "KERNELBOX_BENCH_WALL_S=0.5"), WorkDir: t.TempDir(), Submission: src})
-	if err != nil {
-		t.Fatalf("Evaluate(%s, %s) = %v", filepath.Base(submission), mode, err)
-	}
+	rep := evalWith(t, dir, submission, spy, problems.EvalOptions{Mode: mode,
+		Env: append(os.Environ(), "KERNELBOX_BENCH_BUDGET_S=0.05", "KERNELBOX_BENCH_WALL_S=0.5")})
 	return rep, spy
 }
 
