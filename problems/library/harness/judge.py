@@ -260,10 +260,7 @@ class Judge:
             if not standby:
                 import reference
         except BaseException as e:  # noqa: BLE001 - torch or the reference broke
-            self.close()
-            if null is not None:
-                null.close()
-            raise WorkerDied(f"the harness's own set-up failed: {type(e).__name__}: {e}", setup=True) from e
+            raise self.setup_failed(e, null) from e
         go()
         self.go_at = time.perf_counter_ns()
         if standby:
@@ -271,14 +268,13 @@ class Judge:
                 importlib.invalidate_caches()  # the run's files came with the go
                 import reference
             except BaseException as e:  # noqa: BLE001 - the reference broke
-                self.close()
-                if null is not None:
-                    null.close()
-                raise WorkerDied(f"the harness's own set-up failed: {type(e).__name__}: {e}", setup=True) from e
+                raise self.setup_failed(e, null) from e
         self.torch, self.kb, self.ref = torch, kbutils, reference
         # A KernelBot problem's submission may write into its input (an
-        # output buffer among them), as KernelBot's harness allows on a
-        # copy: its worker gets a copy (worker.Worker.inputs).
+        # output buffer among them), as KernelBot's harness allows: on the
+        # CPU its worker maps it copy-on-write (worker.Worker.inputs), on
+        # CUDA it writes the judge's buffer, which the judge writes anew
+        # before every call (CudaLink.timed).
         copy = self.copy_inputs = getattr(reference.check_implementation, "expected", None) is None
         for p in (self.ranks or [self.peer]) + [null]:
             if p is not None:
@@ -319,6 +315,14 @@ class Judge:
                 null.close()
             self.link = CpuLink(self)
         self.marks["link"] = time.perf_counter_ns() - self.go_at
+
+    def setup_failed(self, e, null):
+        """The workers stopped, and the failure of the harness's own set-up
+        (torch or the problem's reference) to raise: the box's, exit 115."""
+        self.close()
+        if null is not None:
+            null.close()
+        return WorkerDied(f"the harness's own set-up failed: {type(e).__name__}: {e}", setup=True)
 
     # ------------------------------------------------------------ channel
 

@@ -19,6 +19,11 @@ import traceback
 
 import wire
 
+# How many fresh memfds an output may be written to when sealing one stays
+# busy (wire.seal tries each several times): the judge takes an output
+# only with F_SEAL_WRITE.
+OUTPUT_MEMFDS = 3
+
 
 def describe(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]
@@ -227,13 +232,13 @@ class Worker:
             if fd is not None:
                 os.close(fd[0])
             fd = (wire.new_memfd("kernelbox-output", size), size)
-        for attempt in range(3):
+        for attempt in range(OUTPUT_MEMFDS):
             try:
                 wire.fill_and_seal(fd[0], torch, tensors, metas, strict=True)
                 break
             except OSError as e:
                 os.close(fd[0])
-                if e.errno != errno.EBUSY or attempt == 2:
+                if e.errno != errno.EBUSY or attempt == OUTPUT_MEMFDS - 1:
                     raise
                 # A page of it still held (another CPU's LRU batch): the
                 # judge takes only a fully sealed output, so a fresh one.
